@@ -1,0 +1,313 @@
+//! The elevator interface (`struct elevator_mq_ops`) and the registry of schedulers.
+//!
+//! A scheduler is a pure state machine: the block layer calls it with an [`ElvCtx`]
+//! that lends it the request arena, the clock and the generic merge state for the
+//! duration of one call. It never sees the device, never reads a clock of its own and
+//! never sleeps: a scheduler that wants to run later returns the time from
+//! [`Elevator::next_timer`] and the driver (simulator, replayer, emulator) calls
+//! [`Elevator::timer_fired`] then.
+//!
+//! | kernel op | method |
+//! | --- | --- |
+//! | `limit_depth` | [`Elevator::limit_depth`] |
+//! | `depth_updated` | [`Elevator::depth_updated`] |
+//! | `prepare_request` | [`Elevator::prepare_request`] |
+//! | `bio_merge` | [`Elevator::bio_merge`] |
+//! | `request_merge` / `request_merged` / `requests_merged` | same names |
+//! | `next_request` / `former_request` | same names |
+//! | `insert_requests` | [`Elevator::insert_requests`] |
+//! | `dispatch_request` | [`Elevator::dispatch_request`] |
+//! | `has_work` | [`Elevator::has_work`] |
+//! | `completed_request` | [`Elevator::completed_request`] |
+//! | `requeue_request` | [`Elevator::requeue_request`] |
+//! | `finish_request` | [`Elevator::finish_request`] |
+//! | sysfs `iosched/` attributes | [`Elevator::tunables`], [`Elevator::get_tunable`], [`Elevator::set_tunable`] |
+
+pub mod none;
+
+use crate::merge::{MergeKind, MergeState};
+use crate::request::{Bio, BioArena, BioId, RqArena, RqId};
+use crate::types::{Jiffies, Ns, Op, ReqFlags};
+use std::fmt;
+
+/// What a scheduler is lent for one call.
+pub struct ElvCtx<'a> {
+    /// Current time.
+    pub now: Ns,
+    /// The kernel's jiffies at `now` (derived from `now` and `HZ`, or taken from a trace).
+    pub jiffies: Jiffies,
+    /// The hardware queue being run or inserted into.
+    pub hctx: u16,
+    /// All live requests.
+    pub rqs: &'a mut RqArena,
+    /// Bios chained to live requests.
+    pub bios: &'a mut BioArena,
+    /// The elevator core's generic merge state (`q->last_merge`, the end-sector hash,
+    /// limits) and the list of requests freed by merges.
+    pub merge: &'a mut MergeState,
+}
+
+/// Static facts about the queue a scheduler is attached to (`elevator_init_mq` time).
+#[derive(Clone, Debug)]
+pub struct QueueParams {
+    /// Scheduler tags (`nr_requests`).
+    pub nr_requests: u32,
+    /// Driver tags (device queue depth).
+    pub queue_depth: u32,
+    /// Number of hardware queues.
+    pub nr_hw_queues: u16,
+    /// Number of CPUs (software queues).
+    pub nr_cpus: u32,
+    /// The kernel's `HZ`.
+    pub hz: u32,
+    /// The device is rotational (`QUEUE_FLAG_ROT`).
+    pub rotational: bool,
+}
+
+impl Default for QueueParams {
+    /// The replay environment of the design: one hardware queue, 256 scheduler tags,
+    /// queue depth 128, 8 CPUs, HZ 1000, non-rotational.
+    fn default() -> Self {
+        QueueParams {
+            nr_requests: 256,
+            queue_depth: 128,
+            nr_hw_queues: 1,
+            nr_cpus: 8,
+            hz: 1000,
+            rotational: false,
+        }
+    }
+}
+
+/// One sysfs tunable: what `iosched schedulers` lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TunableInfo {
+    /// sysfs attribute name.
+    pub name: &'static str,
+    /// Unit as sysfs shows it (`ms`, `us`, `ns`, `requests`, `bool`, ...).
+    pub unit: &'static str,
+    /// Default value as sysfs shows it (may depend on the queue, e.g. `nr_requests`).
+    pub default: String,
+    /// What it does.
+    pub help: &'static str,
+}
+
+/// A seed-patch variant a scheduler can be switched to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VariantInfo {
+    /// Value of the `variant` setting.
+    pub name: &'static str,
+    /// What it changes, and where it comes from.
+    pub help: &'static str,
+}
+
+/// Errors from reading or writing a tunable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TunableError {
+    /// No such attribute.
+    #[error("scheduler '{sched}' has no tunable '{name}' (known: {known})")]
+    Unknown {
+        /// Scheduler name.
+        sched: &'static str,
+        /// The name asked for.
+        name: String,
+        /// Comma-separated list of valid names.
+        known: String,
+    },
+    /// The value was rejected, as the kernel's store function would reject it.
+    #[error("invalid value '{value}' for {sched} tunable '{name}': {reason}")]
+    Invalid {
+        /// Scheduler name.
+        sched: &'static str,
+        /// Tunable name.
+        name: String,
+        /// Rejected value.
+        value: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The elevator interface; see the module docs for the mapping to the kernel.
+pub trait Elevator {
+    /// Scheduler name as the kernel spells it (`mq-deadline`, `kyber`, `bfq`, `none`).
+    fn name(&self) -> &'static str;
+
+    /// `limit_depth`: the shallow depth for an allocation of this kind, or `None` for
+    /// the full `nr_requests`.
+    fn limit_depth(&self, _op: Op, _flags: ReqFlags) -> Option<u32> {
+        None
+    }
+    /// `depth_updated`: `nr_requests` changed (also called once at init).
+    fn depth_updated(&mut self, _nr_requests: u32) {}
+    /// `prepare_request`: a request was allocated for this scheduler.
+    fn prepare_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId) {}
+    /// `bio_merge`: try to merge `bio` (already stored as `bio_id`) into a queued
+    /// request. Returns true when merged; the bio then belongs to that request.
+    fn bio_merge(&mut self, _ctx: &mut ElvCtx, _bio: &Bio, _bio_id: BioId) -> bool {
+        false
+    }
+    /// `request_merge`: the elevator's own lookup for a merge candidate (mq-deadline:
+    /// front merges through the sort tree).
+    fn request_merge(&mut self, _ctx: &mut ElvCtx, _bio: &Bio) -> Option<(RqId, MergeKind)> {
+        None
+    }
+    /// `request_merged`: `rq` grew by a bio merge of `kind`.
+    fn request_merged(&mut self, _ctx: &mut ElvCtx, _rq: RqId, _kind: MergeKind) {}
+    /// `requests_merged`: `next` was absorbed into `rq` and will be freed.
+    fn requests_merged(&mut self, _ctx: &mut ElvCtx, _rq: RqId, _next: RqId) {}
+    /// `next_request`: the request after `rq` in the elevator's sort order.
+    fn next_request(&self, _ctx: &ElvCtx, _rq: RqId) -> Option<RqId> {
+        None
+    }
+    /// `former_request`: the request before `rq` in the elevator's sort order.
+    fn former_request(&self, _ctx: &ElvCtx, _rq: RqId) -> Option<RqId> {
+        None
+    }
+    /// `insert_requests`: take ownership of `rqs`, in order.
+    fn insert_requests(&mut self, ctx: &mut ElvCtx, rqs: &[RqId], at_head: bool);
+    /// `dispatch_request`: the next request for the device, or `None` when nothing may
+    /// be dispatched now (even if requests are queued).
+    fn dispatch_request(&mut self, ctx: &mut ElvCtx) -> Option<RqId>;
+    /// `has_work`.
+    fn has_work(&self, ctx: &ElvCtx) -> bool;
+    /// `completed_request`: the device finished `rq` (`now` in ns, as the kernel
+    /// passes it).
+    fn completed_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId, _now: Ns) {}
+    /// `requeue_request`: the driver gave `rq` back.
+    fn requeue_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId) {}
+    /// `finish_request`: `rq` is being freed (after completion, or after being merged
+    /// into another request).
+    fn finish_request(&mut self, ctx: &mut ElvCtx, rq: RqId);
+
+    /// When the scheduler wants [`Elevator::timer_fired`] called, if at all.
+    fn next_timer(&self) -> Option<Ns> {
+        None
+    }
+    /// A timer requested through [`Elevator::next_timer`] is due.
+    fn timer_fired(&mut self, _ctx: &mut ElvCtx) {}
+
+    /// The sysfs attributes, with units and defaults.
+    fn tunables(&self) -> Vec<TunableInfo>;
+    /// Read an attribute as sysfs shows it.
+    fn get_tunable(&self, name: &str) -> Result<String, TunableError>;
+    /// Write an attribute, validated as the kernel's store function validates it.
+    /// The pseudo-attribute `variant` selects a seed-patch variant.
+    fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), TunableError>;
+    /// Seed-patch variants this scheduler offers.
+    fn variants(&self) -> Vec<VariantInfo> {
+        Vec::new()
+    }
+    /// Counters as the kernel exposes them in debugfs, for reports.
+    fn debugfs(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// A registered scheduler.
+pub struct SchedulerEntry {
+    /// Name, as given to `--sched` and fio's `ioscheduler=`.
+    pub name: &'static str,
+    /// One line about it.
+    pub about: &'static str,
+    /// Constructor.
+    pub make: fn(&QueueParams) -> Box<dyn Elevator>,
+}
+
+impl fmt::Debug for SchedulerEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchedulerEntry")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Every scheduler iosched has.
+pub static SCHEDULERS: &[SchedulerEntry] = &[SchedulerEntry {
+    name: "none",
+    about: "no scheduling: requests go to the device in arrival order",
+    make: |p| Box::new(none::NoneSched::new(p)),
+}];
+
+/// Unknown scheduler name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scheduler '{0}' (known: {known})", known = known_names())]
+pub struct UnknownScheduler(pub String);
+
+fn known_names() -> String {
+    SCHEDULERS
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Build the scheduler called `name` for a queue.
+pub fn create(name: &str, params: &QueueParams) -> Result<Box<dyn Elevator>, UnknownScheduler> {
+    SCHEDULERS
+        .iter()
+        .find(|s| s.name == name)
+        .map(|s| (s.make)(params))
+        .ok_or_else(|| UnknownScheduler(name.to_string()))
+}
+
+/// Helper for schedulers: the `Unknown` error listing `tunables`.
+pub fn unknown_tunable(sched: &'static str, name: &str, tunables: &[TunableInfo]) -> TunableError {
+    TunableError::Unknown {
+        sched,
+        name: name.to_string(),
+        known: tunables
+            .iter()
+            .map(|t| t.name)
+            .chain(std::iter::once("variant"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// Helper for schedulers: parse an integer as the kernel's `kstrtoint(.., 0, ..)`
+/// does (decimal, `0x` hex, leading `0` octal, optional sign, one trailing newline).
+pub fn parse_kernel_int(s: &str) -> Option<i64> {
+    let s = s.strip_suffix('\n').unwrap_or(s);
+    let (neg, body) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if body.is_empty() {
+        return None;
+    }
+    let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        i64::from_str_radix(h, 16).ok()?
+    } else if body.len() > 1 && body.starts_with('0') {
+        i64::from_str_radix(&body[1..], 8).ok()?
+    } else {
+        body.parse::<i64>().ok()?
+    };
+    Some(if neg { -v } else { v })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_int_bases() {
+        assert_eq!(parse_kernel_int("10"), Some(10));
+        assert_eq!(parse_kernel_int("0x10"), Some(16));
+        assert_eq!(parse_kernel_int("010"), Some(8));
+        assert_eq!(parse_kernel_int("-3\n"), Some(-3));
+        assert_eq!(parse_kernel_int("0"), Some(0));
+        assert_eq!(parse_kernel_int(""), None);
+        assert_eq!(parse_kernel_int("1.5"), None);
+        assert_eq!(parse_kernel_int("09"), None);
+    }
+
+    #[test]
+    fn registry_knows_none() {
+        let e = create("none", &QueueParams::default()).unwrap();
+        assert_eq!(e.name(), "none");
+        let err = create("cfq", &QueueParams::default()).err().unwrap();
+        assert!(err.to_string().contains("unknown scheduler 'cfq'"));
+    }
+}

@@ -1,0 +1,415 @@
+//! The elevator core's generic merging: `q->last_merge`, the end-sector hash, and
+//! the bio→request and request→request merge steps of `block/elevator.c` and
+//! `block/blk-merge.c`.
+//!
+//! Schedulers call these from their hooks the way the kernel's do:
+//! mq-deadline's `bio_merge` calls [`sched_try_merge`] (`blk_mq_sched_try_merge`), its
+//! insert path calls [`attempt_insert_merge`] (`elv_attempt_insert_merge`). Both call
+//! back into the scheduler (`request_merge`, `next_request`, `former_request`,
+//! `request_merged`, `requests_merged`). A request absorbed by another is pushed on
+//! [`MergeState::freed`]; the block layer frees it afterwards (running the scheduler's
+//! `finish_request`), as the kernel frees the merge "free list" after dropping the lock.
+
+use crate::elevator::{Elevator, ElvCtx};
+use crate::request::{Bio, BioId, Request, RqId};
+use crate::types::{Op, ReqFlags};
+use rustc_hash::FxHashMap;
+
+/// Kind of a merge (`enum elv_merge`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeKind {
+    /// The bio extends the request at its end (`ELEVATOR_BACK_MERGE`).
+    Back,
+    /// The bio extends the request at its start (`ELEVATOR_FRONT_MERGE`).
+    Front,
+    /// Multi-range discard (`ELEVATOR_DISCARD_MERGE`).
+    Discard,
+}
+
+/// Queue limits that decide whether a merge may happen (`struct queue_limits`,
+/// `queue/nomerges`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergeLimits {
+    /// `queue/nomerges`: 0 all merges, 1 only the one-hit cache, 2 none.
+    pub nomerges: u8,
+    /// `max_sectors` (sysfs `max_sectors_kb` × 2).
+    pub max_sectors: u32,
+    /// `max_segments`.
+    pub max_segments: u32,
+}
+
+impl Default for MergeLimits {
+    /// v6.17+ defaults for a device that sets nothing but a large `max_hw_sectors`:
+    /// 4 MiB requests, 128 segments.
+    fn default() -> Self {
+        MergeLimits {
+            nomerges: 0,
+            max_sectors: 8192,
+            max_segments: 128,
+        }
+    }
+}
+
+/// Sectors per page-sized segment: a direct-I/O bio from page-aligned user memory
+/// has one segment per 4 KiB page it touches.
+const SECTORS_PER_PAGE: u32 = 8;
+
+/// Physical segments of a bio (at least one, even for sub-page I/O).
+pub fn bio_segments(bio: &Bio) -> u32 {
+    bio.nr_sectors.div_ceil(SECTORS_PER_PAGE).max(1)
+}
+
+/// The generic merge state of one request queue.
+#[derive(Debug, Default)]
+pub struct MergeState {
+    /// Limits and `nomerges`.
+    pub limits: MergeLimits,
+    /// The one-hit cache (`q->last_merge`).
+    pub last_merge: Option<RqId>,
+    /// Requests absorbed by a merge, to be freed by the block layer.
+    pub freed: Vec<RqId>,
+    /// Merge counts per direction (`/proc/diskstats` read/write merges): each bio merged
+    /// into a request and each request merged into another counts one.
+    pub merges: [u64; 2],
+    hash_head: FxHashMap<u64, RqId>,
+    /// Per request slot: (hashed key, next in chain).
+    hash_link: Vec<(Option<u64>, Option<RqId>)>,
+}
+
+impl MergeState {
+    /// Merge state with the given limits.
+    pub fn new(limits: MergeLimits) -> Self {
+        MergeState {
+            limits,
+            ..Default::default()
+        }
+    }
+
+    fn link(&mut self, rq: RqId) -> &mut (Option<u64>, Option<RqId>) {
+        if rq.index() >= self.hash_link.len() {
+            self.hash_link.resize(rq.index() + 1, (None, None));
+        }
+        &mut self.hash_link[rq.index()]
+    }
+
+    /// Whether `rq` is in the end-sector hash.
+    pub fn is_hashed(&self, rq: RqId) -> bool {
+        self.hash_link
+            .get(rq.index())
+            .is_some_and(|l| l.0.is_some())
+    }
+
+    /// `elv_rqhash_add`: hash `rq` by its end sector (newest first among equals).
+    pub fn rqhash_add(&mut self, rq: RqId, end_sector: u64) {
+        debug_assert!(!self.is_hashed(rq));
+        let old = self.hash_head.insert(end_sector, rq);
+        *self.link(rq) = (Some(end_sector), old);
+    }
+
+    /// `elv_rqhash_del`: remove `rq` from the hash if it is there.
+    pub fn rqhash_del(&mut self, rq: RqId) {
+        let Some((Some(key), next)) = self.hash_link.get(rq.index()).copied() else {
+            return;
+        };
+        self.hash_link[rq.index()] = (None, None);
+        let head = self.hash_head[&key];
+        if head == rq {
+            match next {
+                Some(n) => {
+                    self.hash_head.insert(key, n);
+                }
+                None => {
+                    self.hash_head.remove(&key);
+                }
+            }
+            return;
+        }
+        let mut cur = head;
+        loop {
+            let n = self.hash_link[cur.index()]
+                .1
+                .expect("rq missing from hash chain");
+            if n == rq {
+                self.hash_link[cur.index()].1 = next;
+                return;
+            }
+            cur = n;
+        }
+    }
+
+    /// `elv_rqhash_find`: the newest hashed, still mergeable request ending at `sector`.
+    /// Requests found unmergeable are dropped from the hash, as the kernel does.
+    pub fn rqhash_find(&mut self, ctx_rqs: &crate::request::RqArena, sector: u64) -> Option<RqId> {
+        let mut cur = self.hash_head.get(&sector).copied();
+        while let Some(rq) = cur {
+            cur = self.hash_link[rq.index()].1;
+            if rq_mergeable(ctx_rqs.get(rq)) {
+                return Some(rq);
+            }
+            self.rqhash_del(rq);
+        }
+        None
+    }
+
+    /// Remove every trace of `rq` from the generic merge state (hash and one-hit
+    /// cache): what the kernel does when a request leaves the scheduler.
+    pub fn forget(&mut self, rq: RqId) {
+        self.rqhash_del(rq);
+        if self.last_merge == Some(rq) {
+            self.last_merge = None;
+        }
+    }
+}
+
+/// Flags that forbid merging (`REQ_NOMERGE_FLAGS`).
+const NOMERGE_FLAGS: ReqFlags =
+    ReqFlags(ReqFlags::NOMERGE.0 | ReqFlags::PREFLUSH.0 | ReqFlags::FUA.0);
+
+/// `rq_mergeable`: may anything merge into or with this request?
+pub fn rq_mergeable(rq: &Request) -> bool {
+    !matches!(rq.op, Op::Flush) && !rq.flags.any(NOMERGE_FLAGS) && !rq.started
+}
+
+/// `bio_mergeable`.
+pub fn bio_mergeable(bio: &Bio) -> bool {
+    !bio.flags.any(NOMERGE_FLAGS) && !matches!(bio.op, Op::Flush)
+}
+
+/// `blk_rq_merge_ok`: may `bio` merge into `rq` at all (ignoring geometry)?
+pub fn bio_merge_ok(rq: &Request, bio: &Bio) -> bool {
+    rq_mergeable(rq)
+        && bio_mergeable(bio)
+        && rq.op == bio.op
+        && rq.cgroup == bio.cgroup
+        && rq.ioprio == bio.ioprio
+}
+
+/// `blk_try_merge`: where `bio` would attach to `rq`, if it is adjacent.
+pub fn try_merge(rq: &Request, bio: &Bio) -> Option<MergeKind> {
+    if rq.end() == bio.sector {
+        Some(MergeKind::Back)
+    } else if bio.end() == rq.sector {
+        Some(MergeKind::Front)
+    } else {
+        None
+    }
+}
+
+/// Mark `rq` as never mergeable again (`req_set_nomerge`).
+fn set_nomerge(ctx: &mut ElvCtx, rq: RqId) {
+    let r = ctx.rqs.get_mut(rq);
+    r.flags = r.flags.with(ReqFlags::NOMERGE);
+    if ctx.merge.last_merge == Some(rq) {
+        ctx.merge.last_merge = None;
+    }
+}
+
+/// Would `rq` stay within the queue limits after growing by `bio`
+/// (`ll_back_merge_fn` / `ll_front_merge_fn`)? A failure marks `rq` unmergeable.
+fn limits_allow_bio(ctx: &mut ElvCtx, rq: RqId, bio: &Bio) -> bool {
+    let lim = ctx.merge.limits;
+    let r = ctx.rqs.get(rq);
+    if r.nr_sectors + bio.nr_sectors > lim.max_sectors
+        || r.nr_segments + bio_segments(bio) > lim.max_segments
+    {
+        set_nomerge(ctx, rq);
+        return false;
+    }
+    true
+}
+
+/// `bio_attempt_back_merge`: append `bio` to `rq`.
+pub fn bio_attempt_back_merge(ctx: &mut ElvCtx, rq: RqId, bio: &Bio, bio_id: BioId) -> bool {
+    if !limits_allow_bio(ctx, rq, bio) {
+        return false;
+    }
+    let r = ctx.rqs.get_mut(rq);
+    let tail = r.bio_tail.replace(bio_id);
+    if r.bio_head.is_none() {
+        r.bio_head = Some(bio_id);
+    }
+    r.nr_sectors += bio.nr_sectors;
+    r.nr_segments += bio_segments(bio);
+    let dir = r.dir().idx();
+    if let Some(t) = tail {
+        ctx.bios.set_next(t, Some(bio_id));
+    }
+    ctx.merge.merges[dir] += 1;
+    true
+}
+
+/// `bio_attempt_front_merge`: prepend `bio` to `rq`.
+pub fn bio_attempt_front_merge(ctx: &mut ElvCtx, rq: RqId, bio: &Bio, bio_id: BioId) -> bool {
+    if !limits_allow_bio(ctx, rq, bio) {
+        return false;
+    }
+    let r = ctx.rqs.get_mut(rq);
+    let head = r.bio_head.replace(bio_id);
+    if r.bio_tail.is_none() {
+        r.bio_tail = Some(bio_id);
+    }
+    r.sector = bio.sector;
+    r.nr_sectors += bio.nr_sectors;
+    r.nr_segments += bio_segments(bio);
+    let dir = r.dir().idx();
+    ctx.bios.set_next(bio_id, head);
+    ctx.merge.merges[dir] += 1;
+    true
+}
+
+/// `elv_merged_request`: tell the scheduler `rq` grew; a back-merged request is
+/// re-hashed under its new end, and becomes the one-hit cache.
+pub fn elv_merged_request(ctx: &mut ElvCtx, e: &mut dyn Elevator, rq: RqId, kind: MergeKind) {
+    e.request_merged(ctx, rq, kind);
+    if kind == MergeKind::Back {
+        rqhash_reposition(ctx, rq);
+    }
+    ctx.merge.last_merge = Some(rq);
+}
+
+fn rqhash_reposition(ctx: &mut ElvCtx, rq: RqId) {
+    if ctx.merge.is_hashed(rq) {
+        ctx.merge.rqhash_del(rq);
+        let end = ctx.rqs.get(rq).end().0;
+        ctx.merge.rqhash_add(rq, end);
+    }
+}
+
+/// `attempt_merge`: absorb `next` into `rq` if they are compatible, adjacent and fit
+/// the limits. On success `next` is pushed on [`MergeState::freed`] and true returned.
+pub fn attempt_merge(ctx: &mut ElvCtx, e: &mut dyn Elevator, rq: RqId, next: RqId) -> bool {
+    let lim = ctx.merge.limits;
+    {
+        let (a, b) = (ctx.rqs.get(rq), ctx.rqs.get(next));
+        if !rq_mergeable(a)
+            || !rq_mergeable(b)
+            || a.op != b.op
+            || a.end() != b.sector
+            || a.cgroup != b.cgroup
+            || a.ioprio != b.ioprio
+            || a.nr_sectors + b.nr_sectors > lim.max_sectors
+            || a.nr_segments + b.nr_segments > lim.max_segments
+        {
+            return false;
+        }
+    }
+    let b = ctx.rqs.get(next).clone();
+    {
+        let a = ctx.rqs.get_mut(rq);
+        if b.alloc_ns < a.alloc_ns {
+            a.alloc_ns = b.alloc_ns;
+        }
+        a.nr_sectors += b.nr_sectors;
+        a.nr_segments += b.nr_segments;
+        let tail = a.bio_tail;
+        if b.bio_head.is_some() {
+            a.bio_tail = b.bio_tail;
+            if a.bio_head.is_none() {
+                a.bio_head = b.bio_head;
+            }
+        }
+        if let (Some(t), Some(h)) = (tail, b.bio_head) {
+            ctx.bios.set_next(t, Some(h));
+        }
+    }
+    {
+        let n = ctx.rqs.get_mut(next);
+        n.bio_head = None;
+        n.bio_tail = None;
+    }
+    // elv_merge_requests
+    e.requests_merged(ctx, rq, next);
+    rqhash_reposition(ctx, rq);
+    ctx.merge.last_merge = Some(rq);
+    ctx.merge.merges[b.dir().idx()] += 1;
+    ctx.merge.freed.push(next);
+    true
+}
+
+/// `elv_merge`: find a request `bio` can merge into: the one-hit cache, then the
+/// end-sector hash (back merge), then the scheduler's own lookup (`request_merge`).
+pub fn elv_merge(ctx: &mut ElvCtx, e: &mut dyn Elevator, bio: &Bio) -> Option<(RqId, MergeKind)> {
+    if ctx.merge.limits.nomerges == 2 || !bio_mergeable(bio) {
+        return None;
+    }
+    if let Some(lm) = ctx.merge.last_merge {
+        let r = ctx.rqs.get(lm);
+        if bio_merge_ok(r, bio) {
+            if let Some(kind) = try_merge(r, bio) {
+                return Some((lm, kind));
+            }
+        }
+    }
+    if ctx.merge.limits.nomerges == 1 {
+        return None;
+    }
+    if let Some(rq) = ctx.merge.rqhash_find(ctx.rqs, bio.sector.0) {
+        if bio_merge_ok(ctx.rqs.get(rq), bio) {
+            return Some((rq, MergeKind::Back));
+        }
+    }
+    e.request_merge(ctx, bio)
+}
+
+/// `blk_mq_sched_try_merge`: merge `bio` into a queued request, then try to merge
+/// the grown request with its neighbour in the scheduler's sort order.
+pub fn sched_try_merge(ctx: &mut ElvCtx, e: &mut dyn Elevator, bio: &Bio, bio_id: BioId) -> bool {
+    match elv_merge(ctx, e, bio) {
+        Some((rq, MergeKind::Back)) => {
+            if !bio_attempt_back_merge(ctx, rq, bio, bio_id) {
+                return false;
+            }
+            let merged = match e.next_request(ctx, rq) {
+                Some(next) => attempt_merge(ctx, e, rq, next),
+                None => false,
+            };
+            if !merged {
+                elv_merged_request(ctx, e, rq, MergeKind::Back);
+            }
+            true
+        }
+        Some((rq, MergeKind::Front)) => {
+            if !bio_attempt_front_merge(ctx, rq, bio, bio_id) {
+                return false;
+            }
+            let merged = match e.former_request(ctx, rq) {
+                Some(prev) => attempt_merge(ctx, e, prev, rq),
+                None => false,
+            };
+            if !merged {
+                elv_merged_request(ctx, e, rq, MergeKind::Front);
+            }
+            true
+        }
+        Some((_, MergeKind::Discard)) | None => false,
+    }
+}
+
+/// `elv_attempt_insert_merge`: append the request being inserted to a queued one
+/// (one-hit cache, then repeatedly through the hash so chains collapse). Returns true
+/// if `rq` was absorbed (it is then on [`MergeState::freed`]).
+pub fn attempt_insert_merge(ctx: &mut ElvCtx, e: &mut dyn Elevator, rq: RqId) -> bool {
+    if ctx.merge.limits.nomerges == 2 {
+        return false;
+    }
+    if let Some(lm) = ctx.merge.last_merge {
+        if lm != rq && attempt_merge(ctx, e, lm, rq) {
+            return true;
+        }
+    }
+    if ctx.merge.limits.nomerges == 1 {
+        return false;
+    }
+    let mut cur = rq;
+    let mut merged = false;
+    loop {
+        let start = ctx.rqs.get(cur).sector.0;
+        match ctx.merge.rqhash_find(ctx.rqs, start) {
+            Some(prev) if prev != cur && attempt_merge(ctx, e, prev, cur) => {
+                merged = true;
+                cur = prev;
+            }
+            _ => return merged,
+        }
+    }
+}
