@@ -6,3 +6,4 @@ pub mod engine;
 pub mod offsets;
 pub mod job;
 pub mod simulate;
+pub mod bench;
