@@ -1,1 +1,3 @@
 //! sim
+pub mod report;
+pub mod stats;
