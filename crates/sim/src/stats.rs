@@ -261,15 +261,19 @@ impl LatHist {
         self.stat.stddev()
     }
 
-    /// The `p`-th percentile (`p` in 0..=100) in nanoseconds: the smallest
-    /// recorded value such that at least `p`% of samples are ≤ it, reported
-    /// as the upper edge of its HDR bucket (like fio reports a bin value
-    /// rather than a sample). Clamped to the exact max. 0 when empty.
+    /// The `p`-th percentile (`p` in 0..=100) in nanoseconds: the HDR bucket
+    /// holding the smallest recorded value with at least `p`% of samples at
+    /// or below it, reported as that bucket's midpoint (fio likewise reports
+    /// the middle of its bin), clamped to the exact min/max; p=100 is the
+    /// exact max. 0 when empty.
     pub fn percentile(&self, p: f64) -> u64 {
         match &self.hist {
+            // The extremes are known exactly; no need to approximate them.
+            Some(_) if p >= 100.0 => self.stat.max(),
             Some(h) if self.stat.count() > 0 => {
                 let q = (p / 100.0).clamp(0.0, 1.0);
-                h.value_at_quantile(q).min(self.stat.max())
+                let v = h.median_equivalent(h.value_at_quantile(q));
+                v.clamp(self.stat.min(), self.stat.max())
             }
             _ => 0,
         }
@@ -709,8 +713,11 @@ impl JobRecorder {
         let JobStats {
             read, write, trim, ..
         } = &mut self.stats;
-        self.bw
-            .advance(now_ns, inclusive, [&mut read.bw, &mut write.bw, &mut trim.bw]);
+        self.bw.advance(
+            now_ns,
+            inclusive,
+            [&mut read.bw, &mut write.bw, &mut trim.bw],
+        );
         self.iops.advance(
             now_ns,
             inclusive,
@@ -1045,7 +1052,10 @@ mod tests {
         for p in DEFAULT_PERCENTILES {
             let exact = (p / 100.0 * 10_000.0).ceil() * 1_000.0;
             let got = h.percentile(p) as f64;
-            assert!((got - exact).abs() / exact < 0.002, "p{p}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() / exact < 0.002,
+                "p{p}: {got} vs {exact}"
+            );
         }
         assert_eq!(h.percentile(100.0), 10_000_000);
         assert_eq!(LatHist::new().percentile(50.0), 0);

@@ -18,9 +18,14 @@ use crate::stats::{Dir, DirStats, LatHist};
 
 /// Writes `report` as fio JSON.
 pub fn write(report: &RunReport, out: &mut impl Write) -> io::Result<()> {
-    let v = to_value(report);
+    write_value(&to_value(report), out)
+}
+
+/// Prints any JSON value the way fio's JSON printer does, followed by a
+/// newline.
+pub fn write_value(v: &Value, out: &mut impl Write) -> io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(&mut *out, FioFormatter::default());
-    serde::Serialize::serialize(&v, &mut ser).map_err(io::Error::other)?;
+    serde::Serialize::serialize(v, &mut ser).map_err(io::Error::other)?;
     out.write_all(b"\n")
 }
 
@@ -122,7 +127,9 @@ fn job(report: &RunReport, j: &JobResult) -> Value {
         "iodepth_complete".into(),
         dist(&batch_keys, &s.complete_dist()),
     );
-    let lat_keys = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"];
+    let lat_keys = [
+        "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+    ];
     let lat_m_keys = [
         "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
     ];
@@ -321,7 +328,9 @@ mod tests {
     #[test]
     fn layout_matches_fio_printer() {
         let s = to_string(&sample());
-        assert!(s.starts_with("{\n  \"fio version\" : \"fio-3.36\",\n  \"timestamp\" : 1700000000,\n"));
+        assert!(
+            s.starts_with("{\n  \"fio version\" : \"fio-3.36\",\n  \"timestamp\" : 1700000000,\n")
+        );
         assert!(s.contains("\"iops\" : 100.000000,"), "{s}");
         assert!(s.contains("\"usr_cpu\" : 0.000000,"));
         assert!(s.contains("\"util\" : 50.000000\n"));

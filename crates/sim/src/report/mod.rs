@@ -54,10 +54,14 @@ impl RunReport {
     /// Fills `groups` from `jobs` (one entry per distinct groupid, in
     /// ascending order), replacing what was there.
     pub fn compute_groups(&mut self) {
+        self.groups = self.all_computed_groups();
+    }
+
+    fn all_computed_groups(&self) -> Vec<GroupResult> {
         let mut ids: Vec<u32> = self.jobs.iter().map(|j| j.groupid).collect();
         ids.sort_unstable();
         ids.dedup();
-        self.groups = ids.into_iter().map(|id| self.computed_group(id)).collect();
+        ids.into_iter().map(|id| self.computed_group(id)).collect()
     }
 
     fn computed_group(&self, id: u32) -> GroupResult {
@@ -85,9 +89,7 @@ impl RunReport {
         if !self.groups.is_empty() {
             return self.groups.clone();
         }
-        let mut r = self.clone();
-        r.compute_groups();
-        r.groups
+        self.all_computed_groups()
     }
 }
 
@@ -347,8 +349,14 @@ mod tests {
         assert_eq!(num2str(50966528, 4, 1, false, Unit::Byte), "51.0MB");
         assert_eq!(num2str(1244, 4, 1, false, Unit::None), "1244");
         assert_eq!(num2str(152_345, 4, 1, false, Unit::None), "152k");
-        assert_eq!(num2str(78_000_000, 4, 1, true, Unit::BytePerSec), "74.4MiB/s");
-        assert_eq!(num2str(78_000_000, 4, 1, false, Unit::BytePerSec), "78.0MB/s");
+        assert_eq!(
+            num2str(78_000_000, 4, 1, true, Unit::BytePerSec),
+            "74.4MiB/s"
+        );
+        assert_eq!(
+            num2str(78_000_000, 4, 1, false, Unit::BytePerSec),
+            "78.0MB/s"
+        );
         assert_eq!(num2str(4096, 4, 1, true, Unit::Byte), "4096B");
         assert_eq!(num2str(131072, 4, 1, true, Unit::Byte), "128KiB");
         assert_eq!(num2str(512, 4, 1, true, Unit::Byte), "512B");

@@ -207,7 +207,14 @@ fn scale_down_ns(v: u64) -> (f64, &'static str) {
     }
 }
 
-fn ddir_status(j: &JobResult, d: Dir, ds: &DirStats, group_agg: u64, plist: &[f64], s: &mut String) {
+fn ddir_status(
+    j: &JobResult,
+    d: Dir,
+    ds: &DirStats,
+    group_agg: u64,
+    plist: &[f64],
+    s: &mut String,
+) {
     let runt = ds.runtime_ms;
     if runt == 0 {
         return;
@@ -418,7 +425,11 @@ mod tests {
     #[test]
     fn show_lat_wraps_after_five() {
         let mut s = String::new();
-        show_lat(&[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.004, 0.0, 0.0], "usec", &mut s);
+        show_lat(
+            &[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.004, 0.0, 0.0],
+            "usec",
+            &mut s,
+        );
         assert_eq!(
             s,
             "  lat (usec)   : 2=1.00%, 4=1.00%, 10=1.00%, 20=1.00%, 50=1.00%\n  lat (usec)   : 100=1.00%, 500=0.00%\n"
