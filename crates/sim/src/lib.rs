@@ -14,5 +14,6 @@ pub mod fio;
 pub mod job;
 pub mod offsets;
 pub mod report;
+pub mod runner;
 pub mod simulate;
 pub mod stats;

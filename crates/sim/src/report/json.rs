@@ -70,6 +70,9 @@ pub fn to_value(report: &RunReport) -> Value {
             .collect();
         root.insert("disk_util".into(), Value::Array(disks));
     }
+    if let Some(extra) = &report.extra {
+        root.insert("iosched".into(), extra.clone());
+    }
     Value::Object(root)
 }
 

@@ -48,6 +48,13 @@ pub struct RunReport {
     pub groups: Vec<GroupResult>,
     /// Disk statistics of the simulated devices.
     pub disk_util: Vec<DiskUtil>,
+    /// Extra lines printed at the end of the text report only (scheduler
+    /// statistics as the kernel shows them in debugfs).
+    pub footer: Vec<String>,
+    /// iosched's own facts about the run (device, scheduler, tunables, seed,
+    /// scheduler statistics), emitted as a trailing top-level `"iosched"`
+    /// object in JSON. fio tooling ignores keys it does not know.
+    pub extra: Option<serde_json::Value>,
 }
 
 impl RunReport {

@@ -55,6 +55,13 @@ pub fn to_string(report: &RunReport) -> String {
             );
         }
     }
+    if !report.footer.is_empty() {
+        s.push('\n');
+        for f in &report.footer {
+            s.push_str(f);
+            s.push('\n');
+        }
+    }
     s
 }
 

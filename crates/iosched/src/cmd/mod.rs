@@ -1,0 +1,8 @@
+//! One module per subcommand.
+
+pub mod bench;
+pub mod devices;
+pub mod fio;
+pub mod run;
+pub mod schedulers;
+pub mod sim_opts;
