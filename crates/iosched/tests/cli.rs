@@ -175,7 +175,7 @@ fn listings_describe_everything() {
         s.contains("ideal:") && s.contains("latency") && s.contains("ns"),
         "{s}"
     );
-    for sub in ["run", "fio", "devices", "schedulers", "bench"] {
+    for sub in ["run", "fio", "compare", "devices", "schedulers", "bench"] {
         let o = iosched(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");
         assert!(
@@ -293,5 +293,56 @@ fn bad_fio_command_line() {
     assert_bad(
         &iosched(&["fio", "--name=x", "--seed"]),
         &["--seed needs a value"],
+    );
+}
+
+#[test]
+fn compare_runs_every_combination_and_draws_a_chart() {
+    let f = job_file("cmp.fio", SMALL);
+    let svg = std::env::temp_dir().join(format!("iosched-cmp-{}.svg", std::process::id()));
+    let o = iosched(&[
+        "compare",
+        &f,
+        "--vary",
+        "blk.nr_requests=4,64",
+        "--vary",
+        "device=ideal,ideal-sq",
+        "--sched",
+        "none",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert_eq!(s.lines().count(), 5, "{s}");
+    assert!(s.contains("blk.nr_requests=4 device=ideal-sq"), "{s}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.starts_with("<svg") && chart.contains("IOPS"));
+    std::fs::remove_file(svg).ok();
+    let j = iosched(&[
+        "compare",
+        &f,
+        "--vary",
+        "blk.nr_requests=4,64",
+        "--sched",
+        "none",
+        "--output-format=json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2);
+    assert!(v[0]["read"]["iops"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn compare_rejects_bad_variations_before_running() {
+    let f = job_file("cmp-bad.fio", SMALL);
+    assert_bad(&iosched(&["compare", &f]), &["--vary"]);
+    assert_bad(
+        &iosched(&["compare", &f, "--vary", "sched=none,cfq"]),
+        &["unknown scheduler 'cfq'"],
+    );
+    assert_bad(
+        &iosched(&["compare", &f, "--vary", "nonsense"]),
+        &["--vary nonsense"],
     );
 }
