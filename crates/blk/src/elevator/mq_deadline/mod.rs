@@ -81,7 +81,7 @@ use super::{
 };
 use crate::merge::{self, MergeKind};
 use crate::request::{Bio, BioId, RqId};
-use crate::types::{jiffies_to_msecs, msecs_to_jiffies, IoClass, Jiffies, Op, ReqFlags};
+use crate::types::{jiffies_to_msecs, msecs_to_jiffies, Dir, IoClass, Jiffies, Op, ReqFlags};
 use std::collections::{BTreeMap, VecDeque};
 
 #[cfg(test)]
@@ -141,7 +141,8 @@ impl Variant {
             Variant::HeadRequest,
             VariantInfo {
                 name: "head-request",
-                help: "seed patch 'Prioritize first request' (Wang You, 2022): when no request \
+                help:
+                    "seed patch 'Prioritize first request' (Wang You, 2022): when no request \
                        lies at or above the cursor, restart at the lowest sector, not the FIFO head",
             },
         ),
@@ -342,6 +343,13 @@ impl MqDeadline {
         self.levels[level_of(class)].stats
     }
 
+    /// The FIFO head of the level `class` maps to, in direction `dir`, with its
+    /// `fifo_time` (deadline): what `deadline_fifo_request` would return.
+    pub fn fifo_head(&self, class: IoClass, dir: Dir) -> Option<(RqId, Jiffies)> {
+        let id = self.levels[level_of(class)].fifo[dir.idx()].head()?;
+        Some((id, self.rq(id).fifo_time))
+    }
+
     #[inline]
     fn rq(&self, id: RqId) -> &DdRq {
         &self.rqs[id.index()]
@@ -518,7 +526,9 @@ impl MqDeadline {
                 if dir == WRITE {
                     self.starved = 0;
                 }
-                let head = fifo[dir].head().expect("direction chosen with a non-empty FIFO");
+                let head = fifo[dir]
+                    .head()
+                    .expect("direction chosen with a non-empty FIFO");
                 let pick = if self.fifo_head_expired(lv, dir, now) {
                     head
                 } else {
@@ -526,10 +536,12 @@ impl MqDeadline {
                         Some(n) => n,
                         None => match self.variant {
                             Variant::Mainline => head,
-                            Variant::HeadRequest => *self.levels[lv].sort[dir]
-                                .first_key_value()
-                                .expect("non-empty FIFO implies non-empty tree")
-                                .1,
+                            Variant::HeadRequest => {
+                                *self.levels[lv].sort[dir]
+                                    .first_key_value()
+                                    .expect("non-empty FIFO implies non-empty tree")
+                                    .1
+                            }
                         },
                     }
                 };
@@ -573,7 +585,9 @@ impl MqDeadline {
     }
 
     fn ids(iter: impl Iterator<Item = RqId>) -> String {
-        iter.map(|id| id.0.to_string()).collect::<Vec<_>>().join(" ")
+        iter.map(|id| id.0.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     fn fifo_ids(&self, lv: usize, dir: usize) -> Vec<RqId> {
@@ -669,10 +683,7 @@ impl Elevator for MqDeadline {
         self.rq_mut(rq);
         self.rq_mut(next);
         let (a, b) = (self.rqs[rq.index()], self.rqs[next.index()]);
-        if a.place == Place::Queued
-            && b.place == Place::Queued
-            && b.fifo_time.before(a.fifo_time)
-        {
+        if a.place == Place::Queued && b.place == Place::Queued && b.fifo_time.before(a.fifo_time) {
             let (alv, adir) = (a.level as usize, a.dir as usize);
             self.fifo_unlink(alv, adir, rq);
             self.fifo_insert_after(alv, adir, next, rq);
@@ -688,12 +699,9 @@ impl Elevator for MqDeadline {
             return None;
         }
         let tree = &self.levels[d.level as usize].sort[d.dir as usize];
-        tree.range((
-            std::ops::Bound::Excluded(d.key),
-            std::ops::Bound::Unbounded,
-        ))
-        .next()
-        .map(|(_, &id)| id)
+        tree.range((std::ops::Bound::Excluded(d.key), std::ops::Bound::Unbounded))
+            .next()
+            .map(|(_, &id)| id)
     }
 
     /// `elv_rb_former_request`.
@@ -878,7 +886,9 @@ impl Elevator for MqDeadline {
                 .iter()
                 .find(|(_, i)| i.name == v)
                 .map(|(var, _)| *var)
-                .ok_or_else(|| invalid(&format!("unknown variant (known: {})", known.join(", "))))?;
+                .ok_or_else(|| {
+                    invalid(&format!("unknown variant (known: {})", known.join(", ")))
+                })?;
             return Ok(());
         }
         if !self.tunables().iter().any(|t| t.name == name) {
