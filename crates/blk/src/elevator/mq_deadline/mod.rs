@@ -156,6 +156,36 @@ impl Variant {
     }
 }
 
+/// How a dispatched request was chosen: lets a caller explain each decision, and
+/// compare it with the kernel's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum How {
+    /// From the queue-wide at-head list.
+    AtHead,
+    /// Continuing the current batch: lowest start at/above the level's cursor.
+    BatchContinue,
+    /// A new batch started at the FIFO head because its deadline had passed.
+    FifoExpired,
+    /// A new batch started at the lowest start at/above the level's cursor.
+    Sorted,
+    /// A new batch with nothing at/above the cursor started at the FIFO head
+    /// (mainline) or at the lowest sector (`head-request`).
+    Wrap,
+}
+
+/// The last decision of [`MqDeadline::dispatch_request`] that returned a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// Priority level served: 0 RT, 1 BE, 2 IDLE.
+    pub level: usize,
+    /// Direction of the request.
+    pub dir: Dir,
+    /// How the request was chosen.
+    pub how: How,
+    /// Chosen by the aged pass (`dd_dispatch_prio_aged_requests`).
+    pub aged: bool,
+}
+
 /// Where a request currently is, in the scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Place {
@@ -296,6 +326,7 @@ pub struct MqDeadline {
     starved: u32,
     /// Sort-tree insertion counter (tie-break among equal sectors).
     seq: u64,
+    last_decision: Option<Decision>,
     rqs: Vec<DdRq>,
     // Tunables, in the kernel's internal units.
     fifo_expire: [i32; 2],
@@ -322,6 +353,7 @@ impl MqDeadline {
             batching: 0,
             starved: 0,
             seq: 0,
+            last_decision: None,
             rqs: Vec::new(),
             fifo_expire: [j(DEFAULT_READ_EXPIRE_MS), j(DEFAULT_WRITE_EXPIRE_MS)],
             fifo_batch: DEFAULT_FIFO_BATCH,
@@ -331,6 +363,11 @@ impl MqDeadline {
             prio_aging_expire: j(DEFAULT_PRIO_AGING_EXPIRE_MS),
             nr_requests: params.nr_requests,
         }
+    }
+
+    /// How the last request returned by dispatch was chosen.
+    pub fn last_decision(&self) -> Option<Decision> {
+        self.last_decision
     }
 
     /// The active variant.
@@ -498,11 +535,12 @@ impl MqDeadline {
         ctx: &mut ElvCtx,
         lv: usize,
         latest_start: Jiffies,
+        aged: bool,
     ) -> Option<RqId> {
         let now = ctx.jiffies;
-        let rq = match self.next_rq(lv, self.last_dir) {
+        let (rq, how) = match self.next_rq(lv, self.last_dir) {
             // Still entitled to continue the current batch.
-            Some(c) if self.batching < self.fifo_batch as u32 => c,
+            Some(c) if self.batching < self.fifo_batch as u32 => (c, How::BatchContinue),
             _ => {
                 let fifo = self.levels[lv].fifo;
                 let dir = if !fifo[READ].is_empty() {
@@ -530,19 +568,17 @@ impl MqDeadline {
                     .head()
                     .expect("direction chosen with a non-empty FIFO");
                 let pick = if self.fifo_head_expired(lv, dir, now) {
-                    head
+                    (head, How::FifoExpired)
                 } else {
-                    match self.next_rq(lv, dir) {
-                        Some(n) => n,
-                        None => match self.variant {
-                            Variant::Mainline => head,
-                            Variant::HeadRequest => {
-                                *self.levels[lv].sort[dir]
-                                    .first_key_value()
-                                    .expect("non-empty FIFO implies non-empty tree")
-                                    .1
-                            }
-                        },
+                    match (self.next_rq(lv, dir), self.variant) {
+                        (Some(n), _) => (n, How::Sorted),
+                        (None, Variant::Mainline) => (head, How::Wrap),
+                        (None, Variant::HeadRequest) => {
+                            let lowest = self.levels[lv].sort[dir]
+                                .first_key_value()
+                                .expect("non-empty FIFO implies non-empty tree");
+                            (*lowest.1, How::Wrap)
+                        }
                     }
                 };
                 self.last_dir = dir;
@@ -556,6 +592,16 @@ impl MqDeadline {
         self.batching += 1;
         self.remove_request(ctx, rq);
         self.start_request(ctx, rq);
+        self.last_decision = Some(Decision {
+            level: lv,
+            dir: if self.rqs[rq.index()].dir == 0 {
+                Dir::Read
+            } else {
+                Dir::Write
+            },
+            how,
+            aged,
+        });
         Some(rq)
     }
 
@@ -568,7 +614,7 @@ impl MqDeadline {
         }
         let threshold = ctx.jiffies.minus(self.prio_aging_expire as i64 as u64);
         for lv in [BE, IDLE] {
-            if let Some(rq) = self.dispatch_level(ctx, lv, threshold) {
+            if let Some(rq) = self.dispatch_level(ctx, lv, threshold, true) {
                 return Some(rq);
             }
         }
@@ -770,6 +816,13 @@ impl Elevator for MqDeadline {
     fn dispatch_request(&mut self, ctx: &mut ElvCtx) -> Option<RqId> {
         if let Some(rq) = self.dispatch.pop_front() {
             self.start_request(ctx, rq);
+            let r = ctx.rqs.get(rq);
+            self.last_decision = Some(Decision {
+                level: level_of(r.ioprio.class),
+                dir: r.dir(),
+                how: How::AtHead,
+                aged: false,
+            });
             return Some(rq);
         }
         if let Some(rq) = self.dispatch_aged(ctx) {
@@ -777,7 +830,7 @@ impl Elevator for MqDeadline {
         }
         let now = ctx.jiffies;
         for lv in 0..LEVELS {
-            let rq = self.dispatch_level(ctx, lv, now);
+            let rq = self.dispatch_level(ctx, lv, now, false);
             if rq.is_some() || self.queued(lv) != 0 {
                 return rq;
             }
