@@ -181,8 +181,8 @@ impl Model {
     }
 
     fn check_counters(&self) {
-        for lv in 0..3 {
-            let s = self.h.dd.stats(LEVEL_CLASS[lv]);
+        for (lv, &c) in LEVEL_CLASS.iter().enumerate() {
+            let s = self.h.dd.stats(c);
             let live = (0..self.state.len())
                 .filter(|&t| {
                     self.level[t] == lv && matches!(self.state[t], St::Queued | St::InFlight)

@@ -538,9 +538,14 @@ impl MqDeadline {
         aged: bool,
     ) -> Option<RqId> {
         let now = ctx.jiffies;
-        let (rq, how) = match self.next_rq(lv, self.last_dir) {
-            // Still entitled to continue the current batch.
-            Some(c) if self.batching < self.fifo_batch as u32 => (c, How::BatchContinue),
+        // The cursor lookup is only needed while the batch may still continue.
+        let cont = if self.batching < self.fifo_batch as u32 {
+            self.next_rq(lv, self.last_dir)
+        } else {
+            None
+        };
+        let (rq, how) = match cont {
+            Some(c) => (c, How::BatchContinue),
             _ => {
                 let fifo = self.levels[lv].fifo;
                 let dir = if !fifo[READ].is_empty() {
