@@ -574,7 +574,7 @@ pub fn run(
             "Scheduler statistics ({}, as in /sys/kernel/debug/block/{}/sched/):",
             plan.scheduler, plan.disk_name
         ));
-        for (k, v) in &summary.sched_stats {
+        for (k, v) in summary.sched_stats.iter().filter(|(_, v)| !v.is_empty()) {
             report.footer.push(format!("  {k}: {v}"));
         }
     }
