@@ -14,6 +14,7 @@
 //! assert_eq!(sched.name(), "none");
 //! ```
 
+pub mod bench;
 pub mod elevator;
 pub mod merge;
 pub mod mq;

@@ -5,7 +5,9 @@ use sim::bench;
 
 /// Run the built-in workloads and print simulated requests per wall-clock second and
 /// peak memory. Each workload runs twice, the second time 10x longer in simulated
-/// time: equal peak memory shows that memory does not grow with simulated time.
+/// time: equal peak memory shows that memory does not grow with simulated time. Then
+/// time each scheduler alone: insert + dispatch + complete per request with 64, 1,024
+/// and 16,384 requests queued.
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Example:\n  cargo run --release -- bench\n  iosched bench --simulated-ms 200"
@@ -41,6 +43,20 @@ pub fn run(args: Args) -> Result<()> {
                 rss
             );
         }
+    }
+    println!();
+    println!("scheduler insert+dispatch+complete, ns per request (lower is better)");
+    println!(
+        "{:<14} {:>10} {:>10} {:>10}",
+        "scheduler", "64", "1024", "16384"
+    );
+    for s in blk::elevator::SCHEDULERS {
+        let mut row = format!("{:<14}", s.name);
+        for queued in [64usize, 1024, 16_384] {
+            let ns = blk::bench::ns_per_request(s.name, queued, 200_000)?;
+            row.push_str(&format!(" {ns:>10.0}"));
+        }
+        println!("{row}");
     }
     Ok(())
 }
