@@ -1,1 +1,4 @@
 //! sim
+
+pub mod kernel_trace;
+pub mod replay;

@@ -57,6 +57,17 @@ impl Elevator for NoneSched {
         rq
     }
 
+    fn force_dispatch(&mut self, _ctx: &mut ElvCtx, rq: RqId) -> bool {
+        for l in &mut self.ctx_lists {
+            if let Some(pos) = l.iter().position(|&r| r == rq) {
+                l.remove(pos);
+                self.queued -= 1;
+                return true;
+            }
+        }
+        false
+    }
+
     fn has_work(&self, _ctx: &ElvCtx) -> bool {
         self.queued > 0
     }
