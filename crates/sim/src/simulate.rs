@@ -1,0 +1,311 @@
+//! Wiring: jobs → block layer → device, driven by the event engine.
+//!
+//! [`Simulation::run`] plays every job clone to its end and reports each completed I/O
+//! to an [`IoObserver`] (the statistics collector, or nothing in benchmarks). Groups
+//! (`stonewall`) run one after another; clones of a group start together.
+
+use crate::engine::EventQueue;
+use crate::job::{split_owner, IoDone, Job, JobConfig};
+use blk::elevator::{self, Elevator, QueueParams, TunableError};
+use blk::mq::{DiskStats, Queue, QueueConfig};
+use blk::{Ns, RqId};
+use devices::Device;
+
+/// What the simulation reports as it runs.
+pub trait IoObserver {
+    /// Clone `job` started at `now`.
+    fn job_started(&mut self, _job: usize, _now: Ns) {}
+    /// Clone `job` submitted an I/O with `depth` I/Os in flight including it.
+    fn io_submitted(&mut self, _job: usize, _depth: u32) {}
+    /// An I/O of clone `job` completed at `now` (`issue` = when submission returned).
+    fn io_completed(&mut self, _job: usize, _io: IoDone, _issue: Ns, _now: Ns) {}
+    /// The ramp time of clone `job` ended: statistics restart.
+    fn ramp_done(&mut self, _job: usize, _now: Ns) {}
+    /// Clone `job` finished at `now`.
+    fn job_finished(&mut self, _job: usize, _now: Ns) {}
+}
+
+/// An observer that ignores everything.
+pub struct NoObserver;
+impl IoObserver for NoObserver {}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    GroupStart(u32),
+    RampEnd(usize),
+    Stop(usize),
+    QueueRun,
+    Device,
+    ElvTimer,
+}
+
+/// Knobs of one run that are not fio options.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Scheduler name.
+    pub scheduler: String,
+    /// Tunables to apply after the scheduler's init, `(name, value)` in sysfs terms.
+    pub tunables: Vec<(String, String)>,
+    /// `queue/nr_requests`, if set.
+    pub nr_requests: Option<u32>,
+    /// The kernel's `HZ`.
+    pub hz: u32,
+    /// Simulated CPUs.
+    pub nr_cpus: u32,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            scheduler: "none".into(),
+            tunables: Vec::new(),
+            nr_requests: None,
+            hz: 250,
+            nr_cpus: 8,
+        }
+    }
+}
+
+/// Errors setting up a simulation.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// Unknown scheduler.
+    #[error(transparent)]
+    Scheduler(#[from] elevator::UnknownScheduler),
+    /// A tunable was rejected.
+    #[error(transparent)]
+    Tunable(#[from] TunableError),
+}
+
+/// Summary of a finished run.
+#[derive(Clone, Debug)]
+pub struct RunSummary {
+    /// Virtual time at the end.
+    pub end: Ns,
+    /// Requests completed by the device.
+    pub requests: u64,
+    /// Disk statistics.
+    pub disk: DiskStats,
+    /// The scheduler's debugfs counters.
+    pub sched_stats: Vec<(String, String)>,
+}
+
+/// One simulation: a queue with its scheduler, a device, and the job clones.
+pub struct Simulation {
+    queue: Queue,
+    device: Box<dyn Device>,
+    jobs: Vec<Job>,
+    events: EventQueue<Ev>,
+    run_armed: Option<Ns>,
+    dev_armed: Option<Ns>,
+    timer_armed: Option<Ns>,
+    done_rqs: Vec<RqId>,
+    done_owners: Vec<u64>,
+    requests: u64,
+    groups: Vec<u32>,
+    group_left: Vec<usize>,
+}
+
+impl Simulation {
+    /// Set up a run. Clones must be ordered by group.
+    pub fn new(
+        cfg: &SimConfig,
+        device: Box<dyn Device>,
+        jobs: Vec<JobConfig>,
+    ) -> Result<Simulation, SimError> {
+        let info = device.info().clone();
+        let make = elevator::SCHEDULERS
+            .iter()
+            .find(|s| s.name == cfg.scheduler)
+            .ok_or_else(|| elevator::UnknownScheduler(cfg.scheduler.clone()))?
+            .make;
+        let qcfg = QueueConfig {
+            // Without an elevator the kernel allocates straight from the driver tags.
+            nr_requests: if cfg.scheduler == "none" {
+                Some(cfg.nr_requests.unwrap_or(info.queue_depth))
+            } else {
+                cfg.nr_requests
+            },
+            queue_depth: info.queue_depth,
+            nr_cpus: cfg.nr_cpus,
+            hz: cfg.hz,
+            rotational: info.rotational,
+            limits: blk::merge::MergeLimits {
+                max_sectors: info.max_hw_sectors.min(2560).max(8),
+                max_segments: info.max_segments,
+                nomerges: 0,
+            },
+        };
+        let mut queue = Queue::new(qcfg, |p: &QueueParams| make(p));
+        for (k, v) in &cfg.tunables {
+            queue.elevator_mut().set_tunable(k, v)?;
+        }
+        let mut groups: Vec<u32> = jobs.iter().map(|j| j.group).collect();
+        groups.dedup();
+        let group_left = groups
+            .iter()
+            .map(|g| jobs.iter().filter(|j| j.group == *g).count())
+            .collect();
+        let mut events = EventQueue::new();
+        if let Some(g) = groups.first() {
+            events.push(Ns::ZERO, Ev::GroupStart(*g));
+        }
+        Ok(Simulation {
+            queue,
+            device,
+            jobs: jobs.into_iter().map(Job::new).collect(),
+            events,
+            run_armed: None,
+            dev_armed: None,
+            timer_armed: None,
+            done_rqs: Vec::new(),
+            done_owners: Vec::new(),
+            requests: 0,
+            groups,
+            group_left,
+        })
+    }
+
+    /// The scheduler in use.
+    pub fn elevator(&self) -> &dyn Elevator {
+        self.queue.elevator()
+    }
+
+    /// Run to the end.
+    pub fn run(mut self, obs: &mut dyn IoObserver) -> RunSummary {
+        while let Some((now, ev)) = self.events.pop() {
+            match ev {
+                Ev::GroupStart(g) => self.start_group(g, now, obs),
+                Ev::RampEnd(j) => obs.ramp_done(j, now),
+                Ev::Stop(j) => {
+                    self.jobs[j].stopping = true;
+                    self.maybe_finish(j, now, obs);
+                }
+                Ev::QueueRun => {
+                    if self.run_armed == Some(now) {
+                        self.run_armed = None;
+                    }
+                    let dev: &mut dyn blk::mq::Driver = self.device.as_mut();
+                    self.queue.run(now, dev);
+                }
+                Ev::Device => {
+                    if self.dev_armed == Some(now) {
+                        self.dev_armed = None;
+                    }
+                    self.device.advance(now, &mut self.done_rqs);
+                    for i in 0..self.done_rqs.len() {
+                        self.queue.complete(now, self.done_rqs[i]);
+                    }
+                    self.requests += self.done_rqs.len() as u64;
+                    self.done_rqs.clear();
+                    self.deliver_completions(now, obs);
+                }
+                Ev::ElvTimer => {
+                    if self.timer_armed == Some(now) {
+                        self.timer_armed = None;
+                        self.queue.elevator_timer(now);
+                    }
+                }
+            }
+            self.arm(now);
+        }
+        let end = self.events.now();
+        RunSummary {
+            end,
+            requests: self.requests,
+            disk: self.queue.disk_stats(end),
+            sched_stats: self.queue.elevator().debugfs(),
+        }
+    }
+
+    /// Schedule the queue run, device event and scheduler timer the components want.
+    fn arm(&mut self, now: Ns) {
+        if let Some(t) = self.queue.next_run() {
+            if self.run_armed.is_none_or(|a| t < a) {
+                self.run_armed = Some(t.max(now));
+                self.events.push(t, Ev::QueueRun);
+            }
+        }
+        if let Some(t) = self.device.next_event() {
+            if self.dev_armed.is_none_or(|a| t < a) {
+                self.dev_armed = Some(t.max(now));
+                self.events.push(t, Ev::Device);
+            }
+        }
+        if let Some(t) = self.queue.next_elevator_timer() {
+            if self.timer_armed.is_none_or(|a| t < a) {
+                self.timer_armed = Some(t.max(now));
+                self.events.push(t, Ev::ElvTimer);
+            }
+        }
+    }
+
+    fn start_group(&mut self, g: u32, now: Ns, obs: &mut dyn IoObserver) {
+        for j in 0..self.jobs.len() {
+            if self.jobs[j].cfg.group != g {
+                continue;
+            }
+            let job = &mut self.jobs[j];
+            job.started = true;
+            job.start = now;
+            job.end = now;
+            let ramp = job.cfg.ramp_time;
+            let runtime = job.cfg.runtime;
+            obs.job_started(j, now);
+            if ramp > 0 {
+                self.events.push(now.add(ramp), Ev::RampEnd(j));
+            }
+            if let Some(rt) = runtime {
+                self.events.push(now.add(ramp + rt), Ev::Stop(j));
+            }
+            self.fill(j, now, obs);
+            self.maybe_finish(j, now, obs);
+        }
+    }
+
+    /// Submit until the job's depth is reached or it stops.
+    fn fill(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        while self.jobs[j].can_submit() {
+            let Some(bio) = self.jobs[j].next_bio(now, j) else {
+                break;
+            };
+            obs.io_submitted(j, self.jobs[j].inflight);
+            self.queue.submit_bio(now, bio);
+        }
+    }
+
+    fn deliver_completions(&mut self, now: Ns, obs: &mut dyn IoObserver) {
+        self.queue.take_completed(&mut self.done_owners);
+        for i in 0..self.done_owners.len() {
+            let (j, unit) = split_owner(self.done_owners[i]);
+            let io = self.jobs[j].complete(unit, now);
+            obs.io_completed(j, io, io.submit, now);
+            self.fill(j, now, obs);
+            self.maybe_finish(j, now, obs);
+        }
+        self.done_owners.clear();
+    }
+
+    fn maybe_finish(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        let job = &mut self.jobs[j];
+        if job.finished || !job.started || !job.stopping || job.inflight > 0 {
+            return;
+        }
+        job.finished = true;
+        let end = job.end.max(if job.cfg.runtime.is_some() && job.cfg.time_based {
+            now
+        } else {
+            job.end
+        });
+        job.end = end;
+        let g = job.cfg.group;
+        obs.job_finished(j, end);
+        let gi = self.groups.iter().position(|x| *x == g).unwrap_or(0);
+        self.group_left[gi] -= 1;
+        if self.group_left[gi] == 0 {
+            if let Some(next) = self.groups.get(gi + 1) {
+                self.events.push(now, Ev::GroupStart(*next));
+            }
+        }
+    }
+}
