@@ -636,6 +636,21 @@ impl Replayer {
         }
     }
 
+    /// Execute a dispatch op as the kernel decided it: request `id` leaves the
+    /// scheduler through [`Elevator::force_dispatch`]. Returns `Ok(false)` when the
+    /// request is not queued here or the scheduler cannot be forced.
+    pub fn apply_forced(&mut self, op: &TraceOp, id: u64) -> Result<bool, String> {
+        if op.t < self.last_t {
+            return Err(format!(
+                "time goes backwards: t={} after t={}",
+                op.t, self.last_t
+            ));
+        }
+        self.fire_timers(op.t);
+        self.last_t = op.t;
+        Ok(self.force_dispatch(op.t, op.jiffies, id))
+    }
+
     fn insert(&mut self, t: u64, j: Jiffies, ins: &InsertOp) -> Result<(), String> {
         if self.ids.contains_key(&ins.id) {
             return Err(format!("duplicate id {}: that request is still live", ins.id));

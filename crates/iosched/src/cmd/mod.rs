@@ -1,0 +1,4 @@
+//! One module per subcommand.
+
+pub mod kernel_trace;
+pub mod sched_replay;
