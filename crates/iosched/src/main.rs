@@ -1,12 +1,20 @@
-//! The `iosched` command line.
+//! `iosched`: the Linux block layer's I/O schedulers, rebuilt and put to work.
+//!
+//! One module per subcommand under `cmd/`; this file only parses the command line and
+//! turns errors into one clear message and exit code 2.
 
 mod cmd;
 
 use clap::{Parser, Subcommand};
+use std::process::ExitCode;
 
-/// Linux block-layer I/O schedulers, reimplemented: simulate, replay, validate.
+/// Simulate fio jobs against the kernel's I/O schedulers and device models in
+/// virtual time, deterministically; check scheduler decisions against the kernel.
 #[derive(Parser, Debug)]
-#[command(name = "iosched", version)]
+#[command(name = "iosched", version, about, long_about = None)]
+#[command(
+    after_help = "Examples:\n  iosched run examples/randread-4k.fio\n  iosched fio --name=r --rw=randread --bs=4k --size=1g --direct=1 --ioengine=libaio --iodepth=32\n  iosched schedulers\n  iosched devices"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -14,18 +22,38 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Simulate a fio job file and print fio's report.
+    Run(cmd::run::Args),
+    /// Simulate a job given in fio's own command-line syntax.
+    Fio(cmd::fio::Args),
+    /// List device profiles and their parameters.
+    Devices(cmd::devices::Args),
+    /// List schedulers with their tunables and variants.
+    Schedulers(cmd::schedulers::Args),
+    /// Measure simulator speed and memory on built-in workloads.
+    Bench(cmd::bench::Args),
+    /// Replay a scheduler conformance trace and print each dispatch decision.
     SchedReplay(cmd::sched_replay::Args),
+    /// Record the running kernel's scheduler decisions, or compare ours with them.
     KernelTrace(cmd::kernel_trace::Args),
 }
 
-fn main() {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    let res = match cli.command {
+    let result = match cli.command {
+        Command::Run(a) => cmd::run::run(a),
+        Command::Fio(a) => cmd::fio::run(a),
+        Command::Devices(a) => cmd::devices::run(a),
+        Command::Schedulers(a) => cmd::schedulers::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
         Command::SchedReplay(a) => cmd::sched_replay::run(a),
         Command::KernelTrace(a) => cmd::kernel_trace::run(a),
     };
-    if let Err(err) = res {
-        eprintln!("error: {err:#}");
-        std::process::exit(2);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
     }
 }

@@ -225,7 +225,11 @@ impl Job {
         let block = self.pickers[dir.idx()].next_block();
         let byte = self.cfg.offset + block * bs;
         let remaining = self.cfg.io_limit.saturating_sub(self.issued_bytes);
-        let bytes = if self.cfg.time_based { bs } else { bs.min(remaining.max(1)) };
+        let bytes = if self.cfg.time_based {
+            bs
+        } else {
+            bs.min(remaining.max(1))
+        };
         self.units[unit as usize] = IoUnit {
             submit: now,
             bytes: bytes as u32,

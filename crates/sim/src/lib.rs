@@ -1,11 +1,22 @@
 //! The simulator: a deterministic discrete-event engine that runs fio jobs against the
 //! block layer ([`blk`]) and a device model ([`devices`]) in virtual time, and reports
 //! what fio would report.
+//!
+//! - [`fio`] parses fio job files and fio's command line;
+//! - [`job`] and [`offsets`] model what one job clone submits;
+//! - [`engine`] is the event queue, [`simulate`] wires jobs, queue and device together;
+//! - [`stats`] collects fio's statistics, [`report`] prints them as fio does;
+//! - [`bench`] holds the built-in throughput benchmarks.
 
+pub mod bench;
 pub mod engine;
+pub mod fio;
 pub mod job;
 pub mod offsets;
+pub mod report;
+pub mod runner;
 pub mod simulate;
+pub mod stats;
 
 pub mod kernel_trace;
 pub mod replay;

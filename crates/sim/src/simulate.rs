@@ -15,8 +15,12 @@ use devices::Device;
 pub trait IoObserver {
     /// Clone `job` started at `now`.
     fn job_started(&mut self, _job: usize, _now: Ns) {}
-    /// Clone `job` submitted an I/O with `depth` I/Os in flight including it.
-    fn io_submitted(&mut self, _job: usize, _depth: u32) {}
+    /// Clone `job` submitted an I/O in direction `dir` with `depth` I/Os in flight
+    /// including it.
+    fn io_submitted(&mut self, _job: usize, _dir: blk::Dir, _depth: u32) {}
+    /// Called now and then (every few thousand events) with the virtual time, so a
+    /// front end can show progress.
+    fn progress(&mut self, _now: Ns) {}
     /// An I/O of clone `job` completed at `now` (`issue` = when submission returned).
     fn io_completed(&mut self, _job: usize, _io: IoDone, _issue: Ns, _now: Ns) {}
     /// The ramp time of clone `job` ended: statistics restart.
@@ -173,7 +177,12 @@ impl Simulation {
 
     /// Run to the end.
     pub fn run(mut self, obs: &mut dyn IoObserver) -> RunSummary {
+        let mut n: u32 = 0;
         while let Some((now, ev)) = self.events.pop() {
+            n = n.wrapping_add(1);
+            if n % 16384 == 0 {
+                obs.progress(now);
+            }
             match ev {
                 Ev::GroupStart(g) => self.start_group(g, now, obs),
                 Ev::RampEnd(j) => obs.ramp_done(j, now),
@@ -269,7 +278,7 @@ impl Simulation {
             let Some(bio) = self.jobs[j].next_bio(now, j) else {
                 break;
             };
-            obs.io_submitted(j, self.jobs[j].inflight);
+            obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
             self.queue.submit_bio(now, bio);
         }
     }
@@ -292,11 +301,13 @@ impl Simulation {
             return;
         }
         job.finished = true;
-        let end = job.end.max(if job.cfg.runtime.is_some() && job.cfg.time_based {
-            now
-        } else {
-            job.end
-        });
+        let end = job
+            .end
+            .max(if job.cfg.runtime.is_some() && job.cfg.time_based {
+                now
+            } else {
+                job.end
+            });
         job.end = end;
         let g = job.cfg.group;
         obs.job_finished(j, end);

@@ -1,4 +1,10 @@
 //! One module per subcommand.
 
+pub mod bench;
+pub mod devices;
+pub mod fio;
 pub mod kernel_trace;
+pub mod run;
 pub mod sched_replay;
+pub mod schedulers;
+pub mod sim_opts;

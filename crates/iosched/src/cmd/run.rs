@@ -1,0 +1,39 @@
+//! `iosched run FILE.fio`: simulate a fio job file.
+
+use super::sim_opts::{simulate_and_print, SimArgs};
+use anyhow::{Context, Result};
+use sim::fio::{parse_job_file, OutputFormat};
+
+/// Simulate a fio job file in virtual time and print fio's report.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  iosched run examples/randread-4k.fio\n  iosched run examples/seeds/0-mq-deadline-head-request.fio --device ideal-sq --set mq-deadline.fifo_batch=1\n  SOURCE_DATE_EPOCH=0 iosched run job.fio --output-format=json --seed 7 > out.json"
+)]
+pub struct Args {
+    /// The fio job file.
+    pub file: String,
+    /// Output format, as fio's `--output-format` (normal or json).
+    #[arg(long, value_name = "FORMAT", default_value = "normal")]
+    pub output_format: String,
+    /// Write the report to FILE instead of stdout (fio's `--output`).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<String>,
+    #[command(flatten)]
+    pub sim: SimArgs,
+}
+
+/// Run the command.
+pub fn run(args: Args) -> Result<()> {
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read job file '{}'", args.file))?;
+    let mut input = parse_job_file(&args.file, &text)?;
+    input.output.format = match args.output_format.as_str() {
+        "normal" => OutputFormat::Normal,
+        "json" => OutputFormat::Json,
+        other => anyhow::bail!("--output-format={other}: expected 'normal' or 'json'"),
+    };
+    if args.output.is_some() {
+        input.output.output_file = args.output.clone();
+    }
+    simulate_and_print(input, &args.sim)
+}

@@ -1,0 +1,125 @@
+//! Options shared by the commands that simulate (`run`, `fio`), and the common path
+//! from parsed fio input to printed report.
+
+use anyhow::{bail, Context, Result};
+use blk::Ns;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sim::fio::{FioInput, OutputFormat};
+use sim::runner::{self, RunOptions};
+use std::io::Write;
+
+/// Simulation options (not fio options).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SimArgs {
+    /// Device profile (see `iosched devices`).
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+    /// Scheduler (see `iosched schedulers`); default: fio's `ioscheduler=`, else the
+    /// kernel's default for the device.
+    #[arg(long, value_name = "NAME")]
+    pub sched: Option<String>,
+    /// Set a scheduler tunable or a block-layer setting, by sysfs name and unit:
+    /// `SCHED.TUNABLE=VALUE` (e.g. `mq-deadline.fifo_batch=1`,
+    /// `mq-deadline.variant=head-request`) or `blk.nr_requests=N`. Repeatable.
+    #[arg(long = "set", value_name = "NS.NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Run seed: different seeds give different random offsets.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// The kernel's HZ (jiffies per second) for decisions made on jiffies.
+    #[arg(long, value_name = "HZ", default_value_t = 250)]
+    pub hz: u32,
+    /// Number of simulated CPUs (software queues).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub cpus: u32,
+}
+
+/// Split `NS.NAME=VALUE`.
+pub fn parse_set(s: &str) -> Result<(String, String, String)> {
+    let (key, value) = s.split_once('=').with_context(|| {
+        format!("--set {s}: expected NS.NAME=VALUE, e.g. mq-deadline.fifo_batch=1")
+    })?;
+    let (ns, name) = key.split_once('.').with_context(|| {
+        format!("--set {s}: expected NS.NAME=VALUE with NS a scheduler name or 'blk'")
+    })?;
+    if ns.is_empty() || name.is_empty() {
+        bail!("--set {s}: expected NS.NAME=VALUE with non-empty NS and NAME");
+    }
+    Ok((ns.to_string(), name.to_string(), value.to_string()))
+}
+
+fn epoch_secs() -> Result<u64> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .with_context(|| format!("SOURCE_DATE_EPOCH={v}: expected seconds since 1970")),
+        Err(_) => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)),
+    }
+}
+
+/// Plan, run and print. `output` is fio's `--output` file, if any.
+pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
+    let device = devices::profile(args.device.as_deref().unwrap_or(devices::DEFAULT_DEVICE))?;
+    if args.hz == 0 || args.hz > 10_000 {
+        bail!(
+            "--hz {}: expected a kernel HZ between 1 and 10000 (100, 250, 300 or 1000 in practice)",
+            args.hz
+        );
+    }
+    if args.cpus == 0 || args.cpus > 4096 {
+        bail!("--cpus {}: expected 1 to 4096", args.cpus);
+    }
+    let settings = args
+        .set
+        .iter()
+        .map(|s| parse_set(s))
+        .collect::<Result<Vec<_>>>()?;
+    let opts = RunOptions {
+        device,
+        scheduler: args.sched.clone(),
+        settings,
+        seed: args.seed.unwrap_or(runner::DEFAULT_SEED),
+        hz: args.hz,
+        nr_cpus: args.cpus,
+        epoch_secs: epoch_secs()?,
+    };
+    let plan = runner::plan(&input, &opts)?;
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    let (len, by_time) = match (plan.expected_ns, plan.expected_bytes) {
+        (Some(ns), _) if ns > 0 => (ns, true),
+        (_, Some(b)) if b > 0 => (b, false),
+        _ => (0, false),
+    };
+    bar.set_length(len);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} simulating [{bar:40}] {percent}% (eta {eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let mut tick = |now: Ns, bytes: u64| bar.set_position(if by_time { now.0 } else { bytes });
+    let report = runner::run(&input, &opts, plan, Some(&mut tick))?;
+    bar.finish_and_clear();
+    let text = match input.output.format {
+        OutputFormat::Json => sim::report::json::to_string(&report),
+        OutputFormat::Normal => sim::report::text::to_string(&report),
+    };
+    match &input.output.output_file {
+        Some(path) => {
+            // Write beside the target and rename, so a failed run never leaves a file
+            // that looks like a finished report.
+            let tmp = format!("{path}.iosched-tmp");
+            std::fs::write(&tmp, text.as_bytes()).with_context(|| format!("writing {tmp}"))?;
+            std::fs::rename(&tmp, path).with_context(|| format!("renaming {tmp} to {path}"))?;
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    Ok(())
+}

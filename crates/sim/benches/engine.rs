@@ -1,0 +1,42 @@
+//! Criterion benchmarks of the event engine and of a whole simulated run.
+
+use blk::Ns;
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use sim::engine::EventQueue;
+
+fn event_queue(c: &mut Criterion) {
+    let mut g = c.benchmark_group("event_queue");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("push_pop_128_pending", |b| {
+        b.iter_batched_ref(
+            || {
+                let mut q = EventQueue::new();
+                for i in 0..128u64 {
+                    q.push(Ns(i * 7919 % 1000), i);
+                }
+                q
+            },
+            |q| {
+                let (t, e) = q.pop().unwrap();
+                q.push(Ns(t.0 + 1000), e);
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+fn whole_run(c: &mut Criterion) {
+    let w = &sim::bench::workloads()[0];
+    let mut g = c.benchmark_group("simulation");
+    g.sample_size(10);
+    let reqs = sim::bench::run(w, 10).requests;
+    g.throughput(Throughput::Elements(reqs));
+    g.bench_function("none_ideal_randread_4k_qd32x4_10ms", |b| {
+        b.iter(|| sim::bench::run(w, 10))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, event_queue, whole_run);
+criterion_main!(benches);

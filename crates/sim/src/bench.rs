@@ -1,0 +1,109 @@
+//! Built-in throughput benchmarks (`iosched bench`): simulated requests per
+//! wall-clock second and peak memory for fixed workloads.
+
+use crate::job::{JobConfig, RwMode};
+use crate::simulate::{NoObserver, SimConfig, Simulation};
+use blk::{CgroupId, IoPrio};
+use devices::ideal::{Ideal, IdealParams};
+use std::time::Instant;
+
+/// One benchmark workload.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// Name printed in the results.
+    pub name: &'static str,
+    /// Scheduler.
+    pub scheduler: &'static str,
+    /// Block size, bytes.
+    pub bs: u64,
+    /// I/O pattern.
+    pub rw: RwMode,
+    /// iodepth per job.
+    pub iodepth: u32,
+    /// Number of job clones.
+    pub jobs: u32,
+}
+
+/// The built-in workloads.
+pub fn workloads() -> Vec<Workload> {
+    vec![Workload {
+        name: "none+ideal randread 4k qd32 x4",
+        scheduler: "none",
+        bs: 4096,
+        rw: RwMode::RandRead,
+        iodepth: 32,
+        jobs: 4,
+    }]
+}
+
+/// Result of one benchmark run.
+#[derive(Clone, Debug)]
+pub struct BenchResult {
+    /// Workload name.
+    pub name: String,
+    /// Requests completed.
+    pub requests: u64,
+    /// Simulated seconds.
+    pub simulated_secs: f64,
+    /// Wall-clock seconds.
+    pub wall_secs: f64,
+}
+
+impl BenchResult {
+    /// Simulated requests per wall-clock second.
+    pub fn rate(&self) -> f64 {
+        self.requests as f64 / self.wall_secs.max(1e-9)
+    }
+}
+
+/// Run `w` for `simulated_ms` of virtual time.
+pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
+    let jobs = (0..w.jobs)
+        .map(|i| JobConfig {
+            name: w.name.to_string(),
+            job_index: 0,
+            group: 0,
+            rw: w.rw,
+            rwmixread: 50,
+            bs: [w.bs, w.bs],
+            offset: 0,
+            size: 1 << 30,
+            io_limit: 1 << 30,
+            number_ios: None,
+            runtime: Some(simulated_ms * 1_000_000),
+            time_based: true,
+            ramp_time: 0,
+            depth: w.iodepth,
+            async_engine: true,
+            cpu: i,
+            pid: 1000 + i,
+            ioprio: IoPrio::default(),
+            cgroup: CgroupId(0),
+            seed: 42 + i as u64,
+            norandommap: false,
+        })
+        .collect();
+    let dev = Box::new(Ideal::new("ideal", IdealParams::default()));
+    let cfg = SimConfig {
+        scheduler: w.scheduler.to_string(),
+        ..Default::default()
+    };
+    let sim = Simulation::new(&cfg, dev, jobs).expect("built-in workload is valid");
+    let t0 = Instant::now();
+    let s = sim.run(&mut NoObserver);
+    BenchResult {
+        name: w.name.to_string(),
+        requests: s.requests,
+        simulated_secs: s.end.0 as f64 / 1e9,
+        wall_secs: t0.elapsed().as_secs_f64(),
+    }
+}
+
+/// Peak resident memory of this process so far, bytes (`VmHWM`), where the OS
+/// reports it.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}

@@ -1,0 +1,1029 @@
+//! The option table and the per-job option state.
+//!
+//! The table lists, for every fio option we know about, its canonical name
+//! and aliases (from fio's options.c), how it takes its argument, and which
+//! of the three classes it is in (see the module docs of `fio`). Job state
+//! is built the way fio builds `thread_options`: start from defaults, apply
+//! the global options, copy for each job and apply the job's own options.
+
+use super::number::{
+    parse_abs_bytes, parse_bool, parse_bytes, parse_int, parse_plain_uint,
+    parse_time_seconds_default, ByteValue,
+};
+use super::{BlockSizes, IoEngine, JobSpec, RwMode, SizeSpec, SourceLocation};
+
+/// How an option takes its argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arg {
+    /// A value is required (`bs=4k`); on the command line `--bs 4k` works.
+    Required,
+    /// fio's `FIO_OPT_STR_SET`: bare means 1; `=N` sets N. On the command
+    /// line the value can only be attached with `=`.
+    Flag,
+    /// The value may be omitted in a job file (fio's `FIO_OPT_STR` options
+    /// with callbacks, e.g. `write_bw_log`); required on the command line.
+    Optional,
+}
+
+/// How an ignored option's value is checked, so we reject what fio rejects.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Check {
+    Any,
+    Bool,
+    Int,
+    Choice(&'static [&'static str]),
+}
+
+/// The three option classes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Class {
+    Modeled,
+    Ignored(Check),
+    /// Values listed are fio's no-op defaults and are accepted (as ignored).
+    NotModeled(&'static [&'static str]),
+}
+
+/// One row of the option table.
+#[derive(Debug)]
+pub(crate) struct OptDef {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub arg: Arg,
+    pub class: Class,
+    /// fio's parse priority: within a job-file section, higher first.
+    pub prio: i8,
+}
+
+const fn m(name: &'static str, aliases: &'static [&'static str], arg: Arg) -> OptDef {
+    OptDef {
+        name,
+        aliases,
+        arg,
+        class: Class::Modeled,
+        prio: 0,
+    }
+}
+const fn ig(name: &'static str, aliases: &'static [&'static str], arg: Arg, c: Check) -> OptDef {
+    OptDef {
+        name,
+        aliases,
+        arg,
+        class: Class::Ignored(c),
+        prio: 0,
+    }
+}
+const fn nm(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    arg: Arg,
+    neutral: &'static [&'static str],
+) -> OptDef {
+    OptDef {
+        name,
+        aliases,
+        arg,
+        class: Class::NotModeled(neutral),
+        prio: 0,
+    }
+}
+
+use Arg::{Flag, Optional, Required as R};
+use Check::{Any, Bool, Int};
+
+const NONE: &[&str] = &[];
+const ZERO: &[&str] = &["0"];
+const ONE: &[&str] = &["1"];
+
+/// The option table. Names, aliases and argument kinds follow fio's
+/// options.c; the class is our decision per option.
+static OPTIONS: &[OptDef] = &[
+    // ---- Modeled ----
+    m("name", NONE, R),
+    OptDef {
+        prio: -1,
+        ..m("filename", NONE, R)
+    },
+    m("rw", &["readwrite"], R),
+    m("rwmixread", NONE, R),
+    m("rwmixwrite", NONE, R),
+    m("bs", &["blocksize"], R),
+    m("size", NONE, R),
+    m("offset", &["fileoffset"], R),
+    m("numjobs", NONE, R),
+    m("iodepth", NONE, R),
+    m("ioengine", NONE, R),
+    m("direct", NONE, R),
+    m("buffered", NONE, R),
+    m("runtime", &["timeout"], R),
+    m("time_based", NONE, Flag),
+    m("ramp_time", NONE, R),
+    m("group_reporting", NONE, Flag),
+    m("new_group", NONE, Flag),
+    m("randseed", NONE, R),
+    m("randrepeat", &["allrandrepeat"], R),
+    m("norandommap", NONE, Flag),
+    m("number_ios", NONE, R),
+    m("stonewall", &["wait_for_previous"], Flag),
+    m("ioscheduler", NONE, R),
+    m("cpus_allowed", NONE, R),
+    m("cgroup", NONE, R),
+    m("cgroup_weight", NONE, R),
+    m("prioclass", NONE, R),
+    m("prio", NONE, R),
+    m("iodepth_batch", &["iodepth_batch_submit"], R),
+    m("iodepth_batch_complete_min", &["iodepth_batch_complete"], R),
+    m("iodepth_batch_complete_max", NONE, R),
+    m("thread", NONE, Flag),
+    OptDef {
+        prio: 1,
+        ..m("kb_base", NONE, R)
+    },
+    m("percentile_list", NONE, R),
+    // ---- Ignored: cannot change the simulated I/O ----
+    ig("description", NONE, R, Any),
+    ig("lockmem", NONE, R, Int),
+    ig("invalidate", NONE, R, Bool),
+    ig("allow_mounted_write", NONE, R, Bool),
+    ig("allow_file_create", NONE, R, Bool),
+    ig("unique_filename", NONE, R, Bool),
+    ig("create_serialize", NONE, R, Bool),
+    ig("create_fsync", NONE, R, Bool),
+    ig("create_on_open", NONE, R, Bool),
+    ig("unlink", NONE, R, Bool),
+    ig("unlink_each_loop", NONE, R, Bool),
+    ig(
+        "fadvise_hint",
+        NONE,
+        R,
+        Check::Choice(&["0", "1", "random", "sequential", "noreuse"]),
+    ),
+    ig("nice", NONE, R, Any),
+    ig("uid", NONE, R, Int),
+    ig("gid", NONE, R, Int),
+    ig("comm", NONE, R, Any),
+    ig("error_dump", NONE, R, Bool),
+    ig(
+        "continue_on_error",
+        NONE,
+        R,
+        Check::Choice(&["none", "read", "write", "io", "verify", "all", "0", "1"]),
+    ),
+    ig(
+        "mem",
+        &["iomem"],
+        R,
+        Check::Choice(&[
+            "malloc",
+            "shm",
+            "shmhuge",
+            "mmap",
+            "mmapshared",
+            "mmaphuge",
+            "cudamalloc",
+        ]),
+    ),
+    ig("iomem_align", &["mem_align"], R, Int),
+    ig("hugepage-size", NONE, R, Int),
+    ig("scramble_buffers", NONE, R, Bool),
+    ig("zero_buffers", NONE, Flag, Int),
+    ig("refill_buffers", NONE, Flag, Int),
+    ig("buffer_pattern", NONE, R, Any),
+    ig("buffer_compress_percentage", NONE, R, Int),
+    ig("buffer_compress_chunk", NONE, R, Int),
+    ig("dedupe_percentage", NONE, R, Int),
+    ig("dedupe_global", NONE, R, Bool),
+    ig(
+        "dedupe_mode",
+        NONE,
+        R,
+        Check::Choice(&["repeat", "working_set"]),
+    ),
+    ig("dedupe_working_set_percentage", NONE, R, Int),
+    ig(
+        "clocksource",
+        NONE,
+        R,
+        Check::Choice(&["gettimeofday", "clock_gettime", "cpu"]),
+    ),
+    ig("gtod_reduce", NONE, R, Bool),
+    ig("gtod_cpu", NONE, R, Int),
+    ig("job_start_clock_id", NONE, R, Int),
+    ig("disable_lat", NONE, R, Bool),
+    ig("disable_clat", NONE, R, Bool),
+    ig("disable_slat", NONE, R, Bool),
+    ig("disable_bw_measurement", &["disable_bw"], R, Bool),
+    ig("clat_percentiles", NONE, R, Bool),
+    ig("lat_percentiles", NONE, R, Bool),
+    ig("slat_percentiles", NONE, R, Bool),
+    ig("stats", NONE, R, Bool),
+    ig("disk_util", NONE, R, Bool),
+    ig("cgroup_nodelete", NONE, R, Bool),
+    ig("per_job_logs", NONE, R, Bool),
+    ig("write_bw_log", NONE, Optional, Any),
+    ig("write_lat_log", NONE, Optional, Any),
+    ig("write_iops_log", NONE, Optional, Any),
+    ig("write_hist_log", NONE, Optional, Any),
+    ig("write_iolog", NONE, R, Any),
+    ig("log_entries", NONE, R, Int),
+    ig("log_avg_msec", NONE, R, Int),
+    ig("log_hist_msec", NONE, R, Int),
+    ig("log_hist_coarseness", NONE, R, Int),
+    ig(
+        "log_window_value",
+        &["log_max_value"],
+        R,
+        Check::Choice(&["avg", "max", "both", "0", "1"]),
+    ),
+    ig("log_offset", NONE, R, Bool),
+    ig("log_prio", NONE, R, Bool),
+    ig("log_issue_time", NONE, R, Bool),
+    ig("log_compression", NONE, R, Int),
+    ig("log_compression_cpus", NONE, R, Any),
+    ig("log_store_compressed", NONE, R, Bool),
+    ig("log_alternate_epoch", &["log_unix_epoch"], R, Bool),
+    ig("log_alternate_epoch_clock_id", NONE, R, Int),
+    ig("numa_cpu_nodes", NONE, R, Any),
+    ig("numa_mem_policy", NONE, R, Any),
+    // ---- Not modeled yet: would change the I/O ----
+    nm("wait_for", NONE, R, NONE),
+    nm("filetype", NONE, R, &["none"]),
+    nm("directory", NONE, R, NONE),
+    OptDef {
+        prio: -1,
+        ..nm("filename_format", NONE, R, NONE)
+    },
+    OptDef {
+        prio: 1,
+        ..nm("lockfile", NONE, R, &["none"])
+    },
+    nm("opendir", NONE, R, NONE),
+    nm("rw_sequencer", NONE, R, &["sequential"]),
+    nm("iodepth_low", NONE, R, NONE),
+    nm("serialize_overlap", NONE, R, ZERO),
+    nm("io_submit_mode", NONE, R, &["inline"]),
+    nm("io_size", &["io_limit"], R, NONE),
+    nm("fill_device", &["fill_fs"], R, ZERO),
+    nm("filesize", NONE, R, NONE),
+    nm("file_append", NONE, R, ZERO),
+    nm("offset_align", NONE, R, ZERO),
+    nm("offset_increment", NONE, R, ZERO),
+    nm("num_range", NONE, R, ONE),
+    nm("ba", &["blockalign"], R, NONE),
+    nm("bsrange", &["blocksize_range"], R, NONE),
+    nm("bssplit", NONE, R, NONE),
+    nm("bs_unaligned", &["blocksize_unaligned"], Flag, NONE),
+    nm("bs_is_seq_rand", NONE, R, ZERO),
+    nm("softrandommap", NONE, R, ZERO),
+    nm("sprandom", NONE, R, ZERO),
+    nm("spr_num_regions", NONE, R, NONE),
+    nm("spr_op", NONE, R, NONE),
+    nm("spr_cs", NONE, R, NONE),
+    nm("random_generator", NONE, R, NONE),
+    nm("random_distribution", NONE, R, &["random"]),
+    nm("percentage_random", NONE, R, &["100"]),
+    nm("percentage_sequential", NONE, R, NONE),
+    nm("nrfiles", &["nr_files"], R, ONE),
+    nm("openfiles", NONE, R, NONE),
+    nm("file_service_type", NONE, R, &["roundrobin"]),
+    nm("fallocate", NONE, R, NONE),
+    nm("fsync", NONE, R, ZERO),
+    nm("fdatasync", NONE, R, ZERO),
+    nm("write_barrier", NONE, R, ZERO),
+    nm("sync_file_range", NONE, R, NONE),
+    nm("atomic", NONE, R, ZERO),
+    nm("overwrite", NONE, R, NONE),
+    nm("loops", NONE, R, ONE),
+    nm("startdelay", NONE, R, ZERO),
+    nm("verify_only", NONE, Flag, NONE),
+    nm("ramp_size", NONE, R, NONE),
+    nm("verify", NONE, R, ZERO),
+    nm("do_verify", NONE, R, NONE),
+    nm("verifysort", NONE, R, NONE),
+    nm("verifysort_nr", NONE, R, NONE),
+    nm("verify_interval", NONE, R, NONE),
+    nm("verify_offset", NONE, R, NONE),
+    nm("verify_pattern", NONE, R, NONE),
+    nm("verify_pattern_interval", NONE, R, NONE),
+    nm("verify_fatal", NONE, R, NONE),
+    nm("verify_dump", NONE, R, NONE),
+    nm("verify_async", NONE, R, NONE),
+    nm("verify_backlog", NONE, R, NONE),
+    nm("verify_backlog_batch", NONE, R, NONE),
+    nm("verify_async_cpus", NONE, R, NONE),
+    nm("experimental_verify", NONE, R, NONE),
+    nm("verify_state_load", NONE, R, NONE),
+    nm("verify_state_save", NONE, R, NONE),
+    nm("verify_write_sequence", NONE, R, NONE),
+    nm("verify_header_seed", NONE, R, NONE),
+    nm("trim_percentage", NONE, R, ZERO),
+    nm("trim_verify_zero", NONE, R, NONE),
+    nm("trim_backlog", NONE, R, NONE),
+    nm("trim_backlog_batch", NONE, R, NONE),
+    nm("read_iolog", NONE, R, NONE),
+    nm("read_iolog_chunked", NONE, R, NONE),
+    nm("replay_no_stall", NONE, R, NONE),
+    nm("replay_redirect", NONE, R, NONE),
+    nm("replay_scale", NONE, R, NONE),
+    nm("replay_align", NONE, R, NONE),
+    nm("replay_time_scale", NONE, R, NONE),
+    nm("replay_skip", NONE, R, NONE),
+    nm("merge_blktrace_file", NONE, R, NONE),
+    nm("merge_blktrace_scalars", NONE, R, NONE),
+    nm("merge_blktrace_iters", NONE, R, NONE),
+    nm("exec_prerun", NONE, R, NONE),
+    nm("exec_postrun", NONE, R, NONE),
+    nm("zonemode", NONE, R, &["none"]),
+    nm("zonesize", NONE, R, ZERO),
+    nm("zonecapacity", NONE, R, NONE),
+    nm("zonerange", NONE, R, NONE),
+    nm("zoneskip", NONE, R, ZERO),
+    nm("read_beyond_wp", NONE, R, NONE),
+    nm("max_open_zones", NONE, R, NONE),
+    nm("job_max_open_zones", NONE, R, NONE),
+    nm("ignore_zone_limits", NONE, R, NONE),
+    nm("zone_reset_threshold", NONE, R, NONE),
+    nm("zone_reset_frequency", NONE, R, NONE),
+    nm("recover_zbd_write_error", NONE, R, NONE),
+    nm("write_zone_remainder", NONE, R, NONE),
+    nm("fdp", NONE, R, ZERO),
+    nm("dataplacement", &["data_placement"], R, &["none"]),
+    nm("plid_select", &["fdp_pli_select"], R, NONE),
+    nm("plids", &["fdp_pli"], R, NONE),
+    nm("dp_scheme", NONE, R, NONE),
+    nm("rwmixcycle", NONE, R, NONE),
+    nm("priohint", NONE, R, NONE),
+    nm("thinktime", NONE, R, ZERO),
+    nm("thinktime_spin", NONE, R, ZERO),
+    nm("thinkcycles", NONE, R, ZERO),
+    nm("thinktime_blocks", NONE, R, ONE),
+    nm("thinktime_blocks_type", NONE, R, &["complete"]),
+    nm("thinktime_iotime", NONE, R, ZERO),
+    nm("rate", NONE, R, ZERO),
+    nm("rate_min", &["ratemin"], R, ZERO),
+    nm("rate_iops", NONE, R, ZERO),
+    nm("rate_iops_min", NONE, R, ZERO),
+    nm("rate_process", NONE, R, &["linear"]),
+    nm("rate_cycle", &["ratecycle"], R, NONE),
+    nm("rate_ignore_thinktime", NONE, R, NONE),
+    nm("max_latency", NONE, R, NONE),
+    nm("latency_target", NONE, R, NONE),
+    nm("latency_window", NONE, R, NONE),
+    nm("latency_percentile", NONE, R, NONE),
+    nm("latency_run", NONE, R, NONE),
+    nm("sync", NONE, R, &["0", "none"]),
+    nm("write_hint", NONE, R, NONE),
+    nm("create_only", NONE, R, ZERO),
+    nm("pre_read", NONE, R, ZERO),
+    nm("cpumask", NONE, R, NONE),
+    OptDef {
+        prio: 1,
+        ..nm("cpus_allowed_policy", NONE, R, &["shared"])
+    },
+    nm("gpu_dev_id", NONE, R, NONE),
+    nm("end_fsync", NONE, R, ZERO),
+    nm("fsync_on_close", NONE, R, ZERO),
+    nm("end_syncfs", NONE, R, ZERO),
+    nm("exitall", NONE, Flag, NONE),
+    nm("exit_what", NONE, R, NONE),
+    nm("exitall_on_error", NONE, Flag, NONE),
+    nm("block_error_percentiles", NONE, R, ZERO),
+    nm("bwavgtime", NONE, R, &["500"]),
+    nm("iopsavgtime", NONE, R, &["500"]),
+    nm("significant_figures", NONE, R, &["4"]),
+    nm("unified_rw_reporting", NONE, R, &["none", "0"]),
+    nm("ignore_error", NONE, R, NONE),
+    nm("profile", NONE, R, NONE),
+    OptDef {
+        prio: 1,
+        ..nm("unit_base", NONE, R, &["0", "8"])
+    },
+    nm("flow_id", NONE, R, ZERO),
+    nm("flow", NONE, R, ZERO),
+    nm("flow_watermark", NONE, R, NONE),
+    nm("flow_sleep", NONE, R, ZERO),
+    nm("steadystate", &["ss"], R, NONE),
+    nm("steadystate_duration", &["ss_dur"], R, ZERO),
+    nm("steadystate_ramp_time", &["ss_ramp"], R, NONE),
+    nm("steadystate_check_interval", &["ss_interval"], R, NONE),
+    // Common engine-specific options (libaio / io_uring / pvsync2).
+    nm("hipri", NONE, Flag, NONE),
+    nm("hipri_percentage", NONE, R, NONE),
+    nm("fixedbufs", NONE, Flag, NONE),
+    nm("registerfiles", NONE, Flag, NONE),
+    nm("sqthread_poll", NONE, Flag, NONE),
+    nm("sqthread_poll_cpu", NONE, R, NONE),
+    nm("userspace_reap", NONE, Flag, NONE),
+    nm("nonvectored", NONE, R, NONE),
+    nm("uncached", NONE, R, NONE),
+    nm("nowait", NONE, R, NONE),
+    nm("force_async", NONE, R, NONE),
+    nm("cmdprio_percentage", NONE, R, NONE),
+    nm("cmdprio_class", NONE, R, NONE),
+    nm("cmdprio", NONE, R, NONE),
+    nm("cmdprio_bssplit", NONE, R, NONE),
+];
+
+/// Looks up an option by its name or an alias (exact, case-sensitive, as
+/// fio's `strcmp`).
+pub(crate) fn find(name: &str) -> Option<&'static OptDef> {
+    OPTIONS
+        .iter()
+        .find(|o| o.name == name || o.aliases.contains(&name))
+}
+
+/// The value of a `FIO_OPT_STR_SET` option: bare is true, `=N` is N != 0.
+fn flag_value(v: Option<&str>) -> Result<bool, String> {
+    match v {
+        None => Ok(true),
+        Some(s) => parse_plain_uint(s).map(|n| n != 0),
+    }
+}
+
+fn required<'a>(def: &OptDef, v: Option<&'a str>) -> Result<&'a str, String> {
+    match v {
+        Some(s) if !s.trim().is_empty() => Ok(s.trim()),
+        _ => Err(format!("option '{}' requires a value", def.name)),
+    }
+}
+
+/// What applying one option did.
+pub(crate) struct Applied {
+    /// The option has no effect on the simulation: list it as ignored.
+    pub ignored: bool,
+}
+
+/// A job's options as they accumulate (fio's `thread_options`).
+#[derive(Debug, Clone)]
+pub(crate) struct JobState {
+    pub name: Option<String>,
+    filename: Option<String>,
+    rw: RwMode,
+    rwmixread: u32,
+    bs: [u64; 3],
+    size: Option<SizeSpec>,
+    offset: u64,
+    numjobs: u64,
+    iodepth: u32,
+    ioengine: IoEngine,
+    direct: bool,
+    runtime_ns: u64,
+    time_based: bool,
+    ramp_time_ns: u64,
+    group_reporting: bool,
+    new_group: bool,
+    randseed: Option<u64>,
+    randrepeat: bool,
+    norandommap: bool,
+    number_ios: u64,
+    stonewall: bool,
+    ioscheduler: Option<String>,
+    cpus_allowed: Option<Vec<u32>>,
+    cgroup: Option<String>,
+    cgroup_weight: Option<u32>,
+    prioclass: Option<u8>,
+    prio: Option<u8>,
+    iodepth_batch: u32,
+    iodepth_batch_complete_min: u32,
+    iodepth_batch_complete_max: u32,
+    thread: bool,
+    pub kb_base: u32,
+    percentile_list: Option<Vec<f64>>,
+}
+
+impl Default for JobState {
+    /// fio's defaults (the `.def` fields of options.c).
+    fn default() -> Self {
+        JobState {
+            name: None,
+            filename: None,
+            rw: RwMode::Read,
+            rwmixread: 50,
+            bs: [4096; 3],
+            size: None,
+            offset: 0,
+            numjobs: 1,
+            iodepth: 1,
+            ioengine: IoEngine::Psync,
+            direct: false,
+            runtime_ns: 0,
+            time_based: false,
+            ramp_time_ns: 0,
+            group_reporting: false,
+            new_group: false,
+            randseed: None,
+            randrepeat: true,
+            norandommap: false,
+            number_ios: 0,
+            stonewall: false,
+            ioscheduler: None,
+            cpus_allowed: None,
+            cgroup: None,
+            cgroup_weight: None,
+            prioclass: None,
+            prio: None,
+            iodepth_batch: 1,
+            iodepth_batch_complete_min: 1,
+            iodepth_batch_complete_max: 0,
+            thread: false,
+            kb_base: 1024,
+            percentile_list: None,
+        }
+    }
+}
+
+const U32_MAX: u64 = u32::MAX as u64;
+
+impl JobState {
+    /// Applies one option (already looked up) with its value.
+    pub(crate) fn apply(&mut self, def: &OptDef, value: Option<&str>) -> Result<Applied, String> {
+        if def.arg == Arg::Required && !matches!(value, Some(v) if !v.trim().is_empty()) {
+            return Err(format!("option '{}' requires a value", def.name));
+        }
+        match def.class {
+            Class::NotModeled(neutral) => {
+                let v = value.map(str::trim);
+                if let Some(v) = v {
+                    if neutral.contains(&v) {
+                        return Ok(Applied { ignored: true });
+                    }
+                }
+                if neutral.is_empty() {
+                    Err(format!("option '{}' is not modeled yet", def.name))
+                } else {
+                    Err(format!(
+                        "option '{}' is not modeled yet (only the no-op value{} {} accepted)",
+                        def.name,
+                        if neutral.len() > 1 { "s" } else { "" },
+                        neutral
+                            .iter()
+                            .map(|n| format!("'{n}'"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                }
+            }
+            Class::Ignored(check) => {
+                self.check_ignored(def, check, value)?;
+                Ok(Applied { ignored: true })
+            }
+            Class::Modeled => {
+                self.set(def, value)?;
+                Ok(Applied {
+                    ignored: def.name == "thread",
+                })
+            }
+        }
+    }
+
+    fn check_ignored(&self, def: &OptDef, check: Check, value: Option<&str>) -> Result<(), String> {
+        if def.arg == Arg::Flag {
+            return flag_value(value).map(|_| ());
+        }
+        let Some(v) = value.map(str::trim) else {
+            return Ok(()); // Arg::Optional without a value
+        };
+        match check {
+            Check::Any => Ok(()),
+            Check::Bool => parse_bool(v).map(|_| ()),
+            Check::Int => parse_abs_bytes(v, self.kb_base).map(|_| ()),
+            Check::Choice(choices) => {
+                // fio matches only the part before ':' (e.g. mem=mmap:/file).
+                let head = v.split(':').next().unwrap_or("");
+                if choices.contains(&head) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "invalid value '{v}' for {} (valid: {})",
+                        def.name,
+                        choices.join(", ")
+                    ))
+                }
+            }
+        }
+    }
+
+    fn set(&mut self, def: &OptDef, value: Option<&str>) -> Result<(), String> {
+        let kb = self.kb_base;
+        match def.name {
+            "time_based" => self.time_based = flag_value(value)?,
+            "group_reporting" => self.group_reporting = flag_value(value)?,
+            "new_group" => self.new_group = flag_value(value)?,
+            "norandommap" => self.norandommap = flag_value(value)?,
+            "stonewall" => self.stonewall = flag_value(value)?,
+            "thread" => self.thread = flag_value(value)?,
+            _ => {
+                let v = required(def, value)?;
+                self.set_valued(def.name, v, kb)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn set_valued(&mut self, name: &str, v: &str, kb: u32) -> Result<(), String> {
+        // Integer options in fio split their value at ',', ':' and '-' and
+        // silently use only part of it; a single value is all we accept.
+        let int = |min: u64, max: u64| -> Result<u64, String> {
+            if v.contains([',', ':', '-']) {
+                return Err(format!("expected a single integer for {name}, got '{v}'"));
+            }
+            parse_int(v, kb, min, max)
+        };
+        match name {
+            "name" => self.name = Some(v.to_string()),
+            "filename" => self.filename = Some(parse_filename(v)?),
+            "rw" => self.rw = parse_rw(v)?,
+            "rwmixread" => self.rwmixread = int(0, 100)? as u32,
+            "rwmixwrite" => self.rwmixread = 100 - int(0, 100)? as u32,
+            "bs" => self.bs = parse_bs(v, kb, self.bs)?,
+            "size" => {
+                if v.contains([',', ':', '-']) {
+                    return Err(format!("expected a single size, got '{v}'"));
+                }
+                self.size = match parse_bytes(v, kb)? {
+                    ByteValue::Bytes(0) => None,
+                    ByteValue::Bytes(n) => Some(SizeSpec::Bytes(n)),
+                    ByteValue::Percent(p) if (1..=100).contains(&p) => {
+                        Some(SizeSpec::Percent(p as u8))
+                    }
+                    ByteValue::Percent(p) => {
+                        return Err(format!("size percentage must be 1..100, got {p}%"))
+                    }
+                }
+            }
+            "offset" => {
+                if v.contains([',', ':', '-']) {
+                    return Err(format!("expected a single offset, got '{v}'"));
+                }
+                self.offset = match parse_bytes(v, kb)? {
+                    ByteValue::Bytes(n) => n,
+                    ByteValue::Percent(_) => {
+                        return Err("offset as a percentage is not modeled yet".to_string())
+                    }
+                }
+            }
+            "numjobs" => self.numjobs = int(0, U32_MAX)?,
+            "iodepth" => self.iodepth = int(1, U32_MAX)? as u32,
+            "ioengine" => self.ioengine = parse_engine(v)?,
+            "direct" => self.direct = parse_bool(v)?,
+            "buffered" => self.direct = !parse_bool(v)?,
+            "runtime" => self.runtime_ns = parse_time(v)?,
+            "ramp_time" => self.ramp_time_ns = parse_time(v)?,
+            "randseed" => {
+                if v.contains([',', ':', '-']) {
+                    return Err(format!("expected a single integer for randseed, got '{v}'"));
+                }
+                self.randseed = Some(parse_abs_bytes(v, kb)?);
+            }
+            "randrepeat" => self.randrepeat = parse_bool(v)?,
+            "number_ios" => {
+                if v.contains([',', ':', '-']) {
+                    return Err(format!(
+                        "expected a single integer for number_ios, got '{v}'"
+                    ));
+                }
+                self.number_ios = parse_abs_bytes(v, kb)?;
+            }
+            "ioscheduler" => self.ioscheduler = Some(v.to_string()),
+            "cpus_allowed" => self.cpus_allowed = Some(parse_cpu_list(v)?),
+            "cgroup" => self.cgroup = Some(v.to_string()),
+            "cgroup_weight" => self.cgroup_weight = Some(int(100, 1000)? as u32),
+            "prioclass" => self.prioclass = Some(int(0, 3)? as u8),
+            "prio" => self.prio = Some(int(0, 7)? as u8),
+            "iodepth_batch" => self.iodepth_batch = int(0, U32_MAX)? as u32,
+            "iodepth_batch_complete_min" => {
+                self.iodepth_batch_complete_min = int(0, U32_MAX)? as u32
+            }
+            "iodepth_batch_complete_max" => {
+                self.iodepth_batch_complete_max = int(0, U32_MAX)? as u32
+            }
+            "kb_base" => {
+                self.kb_base = match v {
+                    "1024" => 1024,
+                    "1000" => 1000,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for kb_base (valid: 1024, 1000)"
+                        ))
+                    }
+                }
+            }
+            "percentile_list" => self.percentile_list = Some(parse_percentiles(v)?),
+            other => return Err(format!("internal error: unhandled option '{other}'")),
+        }
+        Ok(())
+    }
+
+    /// Turns the accumulated state into a validated job (fio's
+    /// `fixup_options` plus our "not modeled" checks). Warnings fio would
+    /// print are pushed to `warnings`.
+    pub(crate) fn finish(
+        &self,
+        default_name: &str,
+        source: SourceLocation,
+        options: Vec<(String, String)>,
+        warnings: &mut Vec<String>,
+    ) -> Result<JobSpec, String> {
+        let name = self
+            .name
+            .clone()
+            .unwrap_or_else(|| default_name.to_string());
+        if !self.direct {
+            return Err(format!(
+                "job '{name}': buffered I/O is not modeled yet; use direct=1 \
+                 (fio defaults to buffered I/O when direct=1 is not given)"
+            ));
+        }
+        if self.numjobs == 0 {
+            return Err(format!("job '{name}': numjobs must be at least 1"));
+        }
+        let bs = BlockSizes {
+            read: self.bs[0],
+            write: self.bs[1],
+            trim: self.bs[2],
+        };
+        if let Some(SizeSpec::Bytes(size)) = self.size {
+            if size < bs.min() {
+                return Err(format!(
+                    "job '{name}': size too small, must not be less than minimum block size: {size} < {}",
+                    bs.min()
+                ));
+            }
+        }
+        let mut time_based = self.time_based;
+        if time_based && self.runtime_ns == 0 {
+            warnings.push(format!(
+                "job '{name}': time_based requires a runtime/timeout setting; time_based ignored"
+            ));
+            time_based = false;
+        }
+        let iodepth_batch_submit = if self.iodepth_batch == 0 || self.iodepth_batch > self.iodepth {
+            self.iodepth
+        } else {
+            self.iodepth_batch
+        };
+        let complete_max = self
+            .iodepth_batch_complete_max
+            .max(self.iodepth_batch_complete_min);
+        Ok(JobSpec {
+            name,
+            source,
+            filename: self.filename.clone(),
+            rw: self.rw,
+            rwmixread: self.rwmixread,
+            bs,
+            size: self.size,
+            offset: self.offset,
+            numjobs: self.numjobs as u32,
+            iodepth: self.iodepth,
+            ioengine: self.ioengine,
+            direct: self.direct,
+            runtime_ns: (self.runtime_ns != 0).then_some(self.runtime_ns),
+            time_based,
+            ramp_time_ns: self.ramp_time_ns,
+            group_reporting: self.group_reporting,
+            new_group: self.new_group,
+            randseed: self.randseed,
+            // fio: "If randseed is set, that overrides randrepeat".
+            randrepeat: self.randrepeat && self.randseed.is_none(),
+            norandommap: self.norandommap,
+            number_ios: (self.number_ios != 0).then_some(self.number_ios),
+            stonewall: self.stonewall,
+            ioscheduler: self.ioscheduler.clone(),
+            cpus_allowed: self.cpus_allowed.clone(),
+            cgroup: self.cgroup.clone(),
+            cgroup_weight: self.cgroup_weight,
+            prioclass: self.prioclass,
+            prio: self.prio,
+            iodepth_batch_submit,
+            iodepth_batch_complete_min: self.iodepth_batch_complete_min,
+            iodepth_batch_complete_max: complete_max,
+            thread: self.thread,
+            kb_base: self.kb_base,
+            percentile_list: self.percentile_list.clone(),
+            options,
+        })
+    }
+}
+
+fn parse_time(v: &str) -> Result<u64, String> {
+    if v.contains([',', ':', '-']) {
+        return Err(format!("expected a single time value, got '{v}'"));
+    }
+    parse_time_seconds_default(v)
+}
+
+fn parse_rw(v: &str) -> Result<RwMode, String> {
+    if v.contains(':') {
+        return Err(format!("rw sequence suffixes ('{v}') are not modeled yet"));
+    }
+    Ok(match v {
+        "read" => RwMode::Read,
+        "write" => RwMode::Write,
+        "randread" => RwMode::RandRead,
+        "randwrite" => RwMode::RandWrite,
+        "rw" | "readwrite" => RwMode::ReadWrite,
+        "randrw" => RwMode::RandRw,
+        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+            return Err(format!("rw={v} is not modeled yet"))
+        }
+        _ => {
+            return Err(format!(
+                "invalid value '{v}' for rw (valid: read, write, randread, randwrite, rw, readwrite, randrw)"
+            ))
+        }
+    })
+}
+
+fn parse_engine(v: &str) -> Result<IoEngine, String> {
+    // fio compares only the part before ':' ("external:/path.so").
+    let head = v.split(':').next().unwrap_or("");
+    Ok(match head {
+        "psync" => IoEngine::Psync,
+        "sync" => IoEngine::Sync,
+        "pvsync" => IoEngine::Pvsync,
+        "pvsync2" => IoEngine::Pvsync2,
+        "libaio" => IoEngine::Libaio,
+        "io_uring" => IoEngine::IoUring,
+        "posixaio" => IoEngine::Posixaio,
+        "vsync" | "mmap" | "splice" | "netsplice" | "sg" | "null" | "net" | "cpuio" | "rdma"
+        | "e4defrag" | "falloc" | "filecreate" | "filestat" | "filedelete" | "dircreate"
+        | "dirstat" | "dirdelete" | "external" | "libpmem" | "http" | "nbd" | "dfs" | "nfs"
+        | "xnvme" | "io_uring_cmd" | "solarisaio" | "windowsaio" | "rbd" | "gfapi"
+        | "gfapi_async" | "libhdfs" | "ime_psync" | "ime_psyncv" | "ime_aio" | "dev-dax"
+        | "mtd" | "rados" | "libcufile" | "exec" | "spdk" => {
+            return Err(format!("ioengine={v} is not modeled yet"))
+        }
+        _ => return Err(format!("invalid ioengine '{v}'")),
+    })
+}
+
+/// fio separates several files with ':' (escaped as '\:'); one file only.
+fn parse_filename(v: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(v.len());
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                out.push(':');
+                chars.next();
+            }
+            ':' => {
+                return Err(format!(
+                    "several files in filename ('{v}') are not modeled yet"
+                ))
+            }
+            _ => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+/// `bs=R[,W[,T]]`: with one value all three directions take it; with
+/// several, each given value sets its direction and the last one also fills
+/// the directions after it; an empty part leaves its direction unchanged
+/// (`bs=,8k` sets only writes and trims, `bs=4k,` only reads).
+fn parse_bs(v: &str, kb: u32, current: [u64; 3]) -> Result<[u64; 3], String> {
+    if v.contains([':', '-']) {
+        return Err(format!(
+            "block size ranges ('{v}') are bsrange, which is not modeled yet"
+        ));
+    }
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 3 {
+        return Err(format!(
+            "too many block sizes in '{v}' (at most read,write,trim)"
+        ));
+    }
+    let mut bs = current;
+    let last = parts.len() - 1;
+    for (i, p) in parts.iter().enumerate() {
+        let p = p.trim();
+        if p.is_empty() {
+            continue;
+        }
+        let n = parse_abs_bytes(p, kb)?;
+        if n == 0 {
+            return Err("block size must be at least 1".to_string());
+        }
+        if n > U32_MAX {
+            return Err(format!("block size {n} is too large"));
+        }
+        bs[i] = n;
+        if i == last {
+            for slot in bs.iter_mut().skip(i + 1) {
+                *slot = n;
+            }
+        }
+    }
+    if parts.iter().all(|p| p.trim().is_empty()) {
+        return Err(format!("option 'bs' requires a value, got '{v}'"));
+    }
+    Ok(bs)
+}
+
+/// fio's CPU list syntax: comma-separated CPUs or inclusive ranges, e.g.
+/// "0-3,5".
+fn parse_cpu_list(v: &str) -> Result<Vec<u32>, String> {
+    // fio's FIO_MAX_CPUS bound.
+    const MAX_CPUS: u64 = 4096;
+    let mut cpus = Vec::new();
+    for part in v.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            return Err(format!("malformed CPU list '{v}'"));
+        }
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let lo = parse_plain_uint(lo).map_err(|_| format!("malformed CPU list '{v}'"))?;
+        let hi = parse_plain_uint(hi).map_err(|_| format!("malformed CPU list '{v}'"))?;
+        if lo > hi {
+            return Err(format!("reversed CPU range '{part}' in '{v}'"));
+        }
+        if hi >= MAX_CPUS {
+            return Err(format!("CPU {hi} is too large (max {})", MAX_CPUS - 1));
+        }
+        cpus.extend(lo as u32..=hi as u32);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// `percentile_list`: up to 20 values in 0..=100 separated by ':'.
+fn parse_percentiles(v: &str) -> Result<Vec<f64>, String> {
+    const MAX_LEN: usize = 20; // fio's FIO_IO_U_LIST_MAX_LEN
+    let mut out = Vec::new();
+    for part in v.split(':') {
+        let part = part.trim();
+        let f: f64 = part
+            .parse()
+            .ok()
+            .filter(|f: &f64| f.is_finite())
+            .ok_or_else(|| format!("not a floating point value: '{part}'"))?;
+        if !(0.0..=100.0).contains(&f) {
+            return Err(format!("percentile {f} out of range 0..100"));
+        }
+        out.push(f);
+    }
+    if out.len() > MAX_LEN {
+        return Err(format!("percentile_list has more than {MAX_LEN} entries"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_has_no_duplicate_names() {
+        let mut seen = std::collections::HashSet::new();
+        for o in OPTIONS {
+            for n in std::iter::once(&o.name).chain(o.aliases.iter()) {
+                assert!(seen.insert(*n), "duplicate option name {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn bs_variants() {
+        let d = [4096; 3];
+        assert_eq!(parse_bs("8k", 1024, d).unwrap(), [8192; 3]);
+        assert_eq!(parse_bs("4k,8k", 1024, d).unwrap(), [4096, 8192, 8192]);
+        assert_eq!(parse_bs("1k,2k,3k", 1024, d).unwrap(), [1024, 2048, 3072]);
+        assert_eq!(parse_bs(",8k", 1024, d).unwrap(), [4096, 8192, 8192]);
+        assert_eq!(parse_bs("8k,", 1024, d).unwrap(), [8192, 4096, 4096]);
+        assert!(parse_bs("4k-8k", 1024, d).is_err());
+        assert!(parse_bs("4k:8k", 1024, d).is_err());
+        assert!(parse_bs("0", 1024, d).is_err());
+        assert!(parse_bs("1,2,3,4", 1024, d).is_err());
+        assert!(parse_bs(",", 1024, d).is_err());
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,5").unwrap(), vec![0, 1, 2, 3, 5]);
+        assert_eq!(parse_cpu_list("7").unwrap(), vec![7]);
+        assert_eq!(parse_cpu_list("3,1,1").unwrap(), vec![1, 3]);
+        for bad in ["", "a", "3-1", "1,,2", "1-", "99999"] {
+            assert!(parse_cpu_list(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn percentiles() {
+        assert_eq!(parse_percentiles("50:99.9").unwrap(), vec![50.0, 99.9]);
+        assert!(parse_percentiles("101").is_err());
+        assert!(parse_percentiles("1:").is_err());
+        assert!(parse_percentiles("nan").is_err());
+    }
+
+    #[test]
+    fn filenames() {
+        assert_eq!(parse_filename("/dev/sdb").unwrap(), "/dev/sdb");
+        assert_eq!(parse_filename("a\\:b").unwrap(), "a:b");
+        assert!(parse_filename("a:b").is_err());
+    }
+}

@@ -1,0 +1,604 @@
+//! From fio's input to fio's report: resolve the jobs (clones, sizes, seeds, CPUs,
+//! groups), pick the scheduler and device settings, run the simulation and collect
+//! fio's statistics.
+//!
+//! This is what `iosched run` and `iosched fio` do between parsing and printing.
+
+use crate::fio::{FioInput, JobSpec, SizeSpec};
+use crate::job::{IoDone, JobConfig, RwMode};
+use crate::report::{DiskUtil, JobResult, RunReport};
+use crate::simulate::{IoObserver, SimConfig, SimError, Simulation};
+use crate::stats::{self, JobRecorder, JobStats, RecorderConfig};
+use blk::{CgroupId, IoClass, IoPrio, Ns};
+use devices::Profile;
+use serde_json::json;
+
+/// Run settings that are not fio options.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Device profile.
+    pub device: Profile,
+    /// Scheduler chosen on the command line (wins over fio's `ioscheduler=`).
+    pub scheduler: Option<String>,
+    /// `--set NS.NAME=VALUE` settings, in order: `NS` is a scheduler name or `blk`.
+    pub settings: Vec<(String, String, String)>,
+    /// Run seed (`--seed`).
+    pub seed: u64,
+    /// The kernel's `HZ`.
+    pub hz: u32,
+    /// Simulated CPUs.
+    pub nr_cpus: u32,
+    /// Report time, seconds since the epoch (`SOURCE_DATE_EPOCH` or the clock).
+    pub epoch_secs: u64,
+}
+
+/// Errors that stop a run before it starts.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A job cannot run on this device or with these settings.
+    #[error("{location}: {message}")]
+    Job {
+        /// Where the job was defined.
+        location: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A bad `--set` or scheduler choice.
+    #[error("{0}")]
+    Setting(String),
+    /// Scheduler set-up failed.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+}
+
+/// The default run seed.
+pub const DEFAULT_SEED: u64 = 0x1057_CED0;
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn rw_mode(r: crate::fio::RwMode) -> RwMode {
+    use crate::fio::RwMode as F;
+    match r {
+        F::Read => RwMode::Read,
+        F::Write => RwMode::Write,
+        F::RandRead => RwMode::RandRead,
+        F::RandWrite => RwMode::RandWrite,
+        F::ReadWrite => RwMode::ReadWrite,
+        F::RandRw => RwMode::RandRw,
+    }
+}
+
+/// One fio job as resolved for the run: its clones and how it is reported.
+struct Resolved {
+    spec: JobSpec,
+    groupid: u32,
+    clones: std::ops::Range<usize>,
+}
+
+/// The plan of a run: what [`run`] will simulate.
+pub struct Plan {
+    /// The scheduler in use.
+    pub scheduler: String,
+    /// Job clones, ordered by start barrier.
+    pub clones: Vec<JobConfig>,
+    jobs: Vec<Resolved>,
+    sim: SimConfig,
+    disk_name: String,
+    /// Total virtual time if every job is time based, for progress display.
+    pub expected_ns: Option<u64>,
+    /// Total bytes to transfer if no job is time based, for progress display.
+    pub expected_bytes: Option<u64>,
+}
+
+fn job_err(spec: &JobSpec, message: impl Into<String>) -> RunError {
+    RunError::Job {
+        location: spec.source.to_string(),
+        message: format!("job '{}': {}", spec.name, message.into()),
+    }
+}
+
+/// Resolve fio's jobs against the device and options.
+pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
+    let info = opts.device.build().info().clone();
+    let capacity = info.capacity_sectors * 512;
+    // The scheduler: command line, else the jobs' ioscheduler (which must agree), else
+    // the kernel's default for the device.
+    let mut from_jobs: Option<&str> = None;
+    for j in &input.jobs {
+        if let Some(s) = j.ioscheduler.as_deref() {
+            match from_jobs {
+                Some(prev) if prev != s => {
+                    return Err(job_err(
+                        j,
+                        format!("ioscheduler={s} differs from an earlier job's ioscheduler={prev}; iosched simulates one device with one scheduler"),
+                    ))
+                }
+                _ => from_jobs = Some(s),
+            }
+        }
+    }
+    let scheduler = opts
+        .scheduler
+        .clone()
+        .or(from_jobs.map(str::to_string))
+        .unwrap_or_else(|| info.default_scheduler.to_string());
+    if !blk::elevator::SCHEDULERS
+        .iter()
+        .any(|s| s.name == scheduler)
+    {
+        return Err(RunError::Setting(
+            blk::elevator::UnknownScheduler(scheduler).to_string(),
+        ));
+    }
+    let mut sim = SimConfig {
+        scheduler: scheduler.clone(),
+        hz: opts.hz,
+        nr_cpus: opts.nr_cpus,
+        ..Default::default()
+    };
+    for (ns, name, value) in &opts.settings {
+        if ns == "blk" {
+            match name.as_str() {
+                "nr_requests" => {
+                    let v: u32 = value.parse().map_err(|_| {
+                        RunError::Setting(format!(
+                            "--set blk.nr_requests={value}: expected a positive integer"
+                        ))
+                    })?;
+                    if v == 0 {
+                        return Err(RunError::Setting(
+                            "--set blk.nr_requests=0: must be at least 1".into(),
+                        ));
+                    }
+                    sim.nr_requests = Some(v);
+                }
+                other => {
+                    return Err(RunError::Setting(format!(
+                        "--set blk.{other}: unknown block-layer setting (known: nr_requests)"
+                    )))
+                }
+            }
+        } else if *ns == scheduler {
+            sim.tunables.push((name.clone(), value.clone()));
+        } else {
+            return Err(RunError::Setting(format!(
+                "--set {ns}.{name}={value}: the run uses scheduler '{scheduler}', not '{ns}'"
+            )));
+        }
+    }
+
+    let mut disk_name = None::<String>;
+    let mut clones = Vec::new();
+    let mut jobs = Vec::new();
+    let mut barrier = 0u32;
+    let mut groupid = 0u32;
+    let mut cgroups: Vec<String> = vec!["/".into()];
+    let mut cpu_rr = 0u32;
+    let mut expected_ns = Some(0u64);
+    let mut expected_bytes = Some(0u64);
+    let mut group_ns = 0u64;
+    for (k, spec) in input.jobs.iter().enumerate() {
+        if let Some(f) = &spec.filename {
+            let name = f.rsplit('/').next().unwrap_or(f).to_string();
+            match &disk_name {
+                Some(d) if *d != name => return Err(job_err(
+                    spec,
+                    format!(
+                        "filename={f} differs from an earlier job's; iosched simulates one device"
+                    ),
+                )),
+                _ => disk_name = Some(name),
+            }
+        }
+        if k > 0 && spec.stonewall {
+            barrier += 1;
+            expected_ns = expected_ns.map(|t| t + group_ns);
+            group_ns = 0;
+        }
+        if k > 0 && (spec.stonewall || spec.new_group) {
+            groupid += 1;
+        }
+        for (d, bs) in [("read", spec.bs.read), ("write", spec.bs.write)] {
+            if bs % 512 != 0 {
+                return Err(job_err(spec, format!("{d} block size {bs} is not a multiple of 512 bytes, which direct I/O requires")));
+            }
+        }
+        if spec.offset % 512 != 0 {
+            return Err(job_err(
+                spec,
+                format!("offset={} is not a multiple of 512 bytes", spec.offset),
+            ));
+        }
+        if spec.offset >= capacity {
+            return Err(job_err(
+                spec,
+                format!(
+                    "offset={} is beyond the end of device '{}' ({} bytes)",
+                    spec.offset, info.name, capacity
+                ),
+            ));
+        }
+        let size = match spec.size {
+            None => capacity - spec.offset,
+            Some(SizeSpec::Bytes(b)) => b,
+            Some(SizeSpec::Percent(p)) => (capacity - spec.offset) * p as u64 / 100 / 512 * 512,
+        };
+        if spec.offset + size > capacity {
+            return Err(job_err(spec, format!(
+                "offset+size={} exceeds the capacity of device '{}' ({} bytes); use a smaller size or another --device",
+                spec.offset + size, info.name, capacity
+            )));
+        }
+        let min_bs = match rw_mode(spec.rw) {
+            RwMode::Read | RwMode::RandRead => spec.bs.read,
+            RwMode::Write | RwMode::RandWrite => spec.bs.write,
+            _ => spec.bs.read.max(spec.bs.write),
+        };
+        if size < min_bs {
+            return Err(job_err(
+                spec,
+                format!("size={size} is smaller than the block size {min_bs}"),
+            ));
+        }
+        let cgroup = match &spec.cgroup {
+            None => CgroupId(0),
+            Some(c) => {
+                let path = format!("/{}", c.trim_start_matches('/'));
+                let idx = cgroups.iter().position(|x| *x == path).unwrap_or_else(|| {
+                    cgroups.push(path);
+                    cgroups.len() - 1
+                });
+                CgroupId(idx as u32)
+            }
+        };
+        let ioprio = IoPrio {
+            class: match (spec.prioclass, spec.prio) {
+                (Some(c), _) => IoClass::from_number(c).unwrap_or_default(),
+                // ioprio_value() with class 0 and a level: the kernel treats a level
+                // without a class as best effort.
+                (None, Some(_)) => IoClass::Be,
+                (None, None) => IoClass::None,
+            },
+            level: spec.prio.unwrap_or(4),
+        };
+        let time_based = spec.time_based && spec.runtime_ns.is_some();
+        let job_ns = spec.ramp_time_ns + spec.runtime_ns.unwrap_or(0);
+        group_ns = group_ns.max(job_ns);
+        if !time_based {
+            expected_ns = None;
+            expected_bytes = expected_bytes.map(|b| b + size * spec.numjobs as u64);
+        } else {
+            expected_bytes = None;
+        }
+        let first = clones.len();
+        for c in 0..spec.numjobs {
+            let idx = clones.len() as u32;
+            let cpu = match &spec.cpus_allowed {
+                Some(list) if !list.is_empty() => {
+                    list[c as usize % list.len()] % opts.nr_cpus.max(1)
+                }
+                _ => {
+                    let cpu = cpu_rr % opts.nr_cpus.max(1);
+                    cpu_rr += 1;
+                    cpu
+                }
+            };
+            let base = spec.randseed.unwrap_or(0);
+            clones.push(JobConfig {
+                name: spec.name.clone(),
+                job_index: k as u32,
+                group: barrier,
+                rw: rw_mode(spec.rw),
+                rwmixread: spec.rwmixread,
+                bs: [spec.bs.read, spec.bs.write],
+                offset: spec.offset,
+                size,
+                io_limit: size,
+                number_ios: spec.number_ios,
+                runtime: spec.runtime_ns,
+                time_based,
+                ramp_time: spec.ramp_time_ns,
+                depth: spec.ioengine.max_in_flight(spec.iodepth),
+                async_engine: spec.ioengine.is_async(),
+                cpu,
+                pid: 1000 + idx,
+                ioprio,
+                cgroup,
+                seed: splitmix(
+                    opts.seed ^ splitmix(base) ^ (idx as u64).wrapping_mul(0xA24B_AED4_963E_E407),
+                ),
+                norandommap: spec.norandommap,
+            });
+        }
+        jobs.push(Resolved {
+            spec: spec.clone(),
+            groupid,
+            clones: first..clones.len(),
+        });
+    }
+    let expected_ns = expected_ns.map(|t| t + group_ns);
+    Ok(Plan {
+        scheduler,
+        clones,
+        jobs,
+        sim,
+        disk_name: disk_name.unwrap_or_else(|| opts.device.name.to_string()),
+        expected_ns,
+        expected_bytes,
+    })
+}
+
+/// Collects fio statistics per clone.
+struct Collector<'a> {
+    recorders: Vec<Option<JobRecorder>>,
+    stats: Vec<Option<JobStats>>,
+    async_engine: Vec<bool>,
+    ends: Vec<Ns>,
+    done_bytes: u64,
+    progress: Option<&'a mut dyn FnMut(Ns, u64)>,
+}
+
+fn sdir(d: blk::Dir) -> stats::Dir {
+    match d {
+        blk::Dir::Read => stats::Dir::Read,
+        blk::Dir::Write => stats::Dir::Write,
+    }
+}
+
+impl IoObserver for Collector<'_> {
+    fn job_started(&mut self, job: usize, now: Ns) {
+        let cfg = RecorderConfig {
+            record_slat: self.async_engine[job],
+            ..Default::default()
+        };
+        self.recorders[job] = Some(JobRecorder::new(cfg, now.0));
+    }
+    fn io_submitted(&mut self, job: usize, dir: blk::Dir, depth: u32) {
+        if let Some(r) = &mut self.recorders[job] {
+            r.record_submit(sdir(dir), depth);
+            r.record_submit_batch(1);
+        }
+    }
+    fn io_completed(&mut self, job: usize, io: IoDone, issue: Ns, now: Ns) {
+        self.done_bytes += io.bytes;
+        if let Some(r) = &mut self.recorders[job] {
+            r.record_complete_batch(1);
+            r.record_io(sdir(io.dir), io.bytes, io.submit.0, issue.0, now.0);
+        }
+    }
+    fn ramp_done(&mut self, job: usize, now: Ns) {
+        if let Some(r) = &mut self.recorders[job] {
+            r.ramp_done(now.0);
+        }
+    }
+    fn job_finished(&mut self, job: usize, now: Ns) {
+        self.ends[job] = now;
+        if let Some(r) = self.recorders[job].take() {
+            self.stats[job] = Some(r.finish(now.0));
+        }
+    }
+    fn progress(&mut self, now: Ns) {
+        let b = self.done_bytes;
+        if let Some(p) = &mut self.progress {
+            p(now, b);
+        }
+    }
+}
+
+/// Civil date from days since 1970-01-01 (proleptic Gregorian).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + (m <= 2) as i64, m, d)
+}
+
+/// `ctime()`-style UTC time, as fio prints it: `Wed Jul  8 09:07:52 2026`.
+pub fn ctime(epoch: u64) -> String {
+    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MO: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = (epoch / 86_400) as i64;
+    let secs = epoch % 86_400;
+    let (y, m, d) = civil(days);
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        WD[(days % 7) as usize],
+        MO[m as usize - 1],
+        d,
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        y
+    )
+}
+
+/// Run a planned simulation and build fio's report. `progress` is called now and then
+/// with the virtual time and the bytes completed so far.
+pub fn run(
+    input: &FioInput,
+    opts: &RunOptions,
+    plan: Plan,
+    progress: Option<&mut dyn FnMut(Ns, u64)>,
+) -> Result<RunReport, RunError> {
+    let device = opts.device.build();
+    let n = plan.clones.len();
+    let async_engine = plan.clones.iter().map(|c| c.async_engine).collect();
+    let sim = Simulation::new(&plan.sim, device, plan.clones.clone())?;
+    let tunables: Vec<(String, String)> = sim
+        .elevator()
+        .tunables()
+        .iter()
+        .map(|t| {
+            let v = sim.elevator().get_tunable(t.name).unwrap_or_default();
+            (t.name.to_string(), v)
+        })
+        .collect();
+    let mut col = Collector {
+        recorders: (0..n).map(|_| None).collect(),
+        stats: vec![None; n],
+        async_engine,
+        ends: vec![Ns::ZERO; n],
+        done_bytes: 0,
+        progress,
+    };
+    let summary = sim.run(&mut col);
+
+    let mut report = RunReport {
+        fio_version: format!("iosched-{}", env!("CARGO_PKG_VERSION")),
+        timestamp_secs: opts.epoch_secs,
+        timestamp_ms: opts.epoch_secs * 1000,
+        time_string: ctime(opts.epoch_secs),
+        global_options: input.global.clone(),
+        ..Default::default()
+    };
+    let tun_text = tunables
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    report.header.push(format!(
+        "iosched: device={} scheduler={} hz={} seed={}",
+        opts.device.name, plan.scheduler, opts.hz, opts.seed
+    ));
+    if !tun_text.is_empty() {
+        report
+            .header
+            .push(format!("iosched: {} tunables: {tun_text}", plan.scheduler));
+    }
+    if !input.ignored.is_empty() {
+        report.header.push(format!(
+            "iosched: ignored options (no effect on simulated I/O): {}",
+            input.ignored.join(", ")
+        ));
+    }
+    for w in &input.warnings {
+        report.header.push(format!("iosched: warning: {w}"));
+    }
+
+    // One entry per clone, or per reporting group when any job in it asks for
+    // group_reporting (fio sums the whole group).
+    let mut done_groups = Vec::new();
+    for r in &plan.jobs {
+        let group_reporting = plan
+            .jobs
+            .iter()
+            .any(|o| o.groupid == r.groupid && o.spec.group_reporting);
+        let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns| {
+            jr.job_options = spec.options.clone();
+            jr.rw = spec.rw.as_str().to_string();
+            jr.bs = [
+                (spec.bs.read, spec.bs.read),
+                (spec.bs.write, spec.bs.write),
+                (spec.bs.trim, spec.bs.trim),
+            ];
+            jr.ioengine = spec.ioengine.as_str().to_string();
+            jr.iodepth = spec.iodepth;
+            jr.latency_depth = spec.iodepth;
+            if let Some(p) = &spec.percentile_list {
+                jr.percentile_list = p.clone();
+            }
+            jr.job_start_ms = opts.epoch_secs * 1000;
+            jr.elapsed_secs = end.0.div_ceil(1_000_000_000);
+            jr
+        };
+        if group_reporting {
+            if done_groups.contains(&r.groupid) {
+                continue;
+            }
+            done_groups.push(r.groupid);
+            let members: Vec<&Resolved> = plan
+                .jobs
+                .iter()
+                .filter(|o| o.groupid == r.groupid)
+                .collect();
+            let parts: Vec<&JobStats> = members
+                .iter()
+                .flat_map(|m| m.clones.clone())
+                .filter_map(|c| col.stats[c].as_ref())
+                .collect();
+            let end = members
+                .iter()
+                .flat_map(|m| m.clones.clone())
+                .map(|c| col.ends[c])
+                .max()
+                .unwrap_or_default();
+            let mut jr = JobResult::new(&r.spec.name, r.groupid, JobStats::merged(parts));
+            jr.pid = 1000 + r.clones.start as u32;
+            report.jobs.push(fill(jr, &r.spec, end));
+        } else {
+            for c in r.clones.clone() {
+                let stats = col.stats[c].clone().unwrap_or_default();
+                let mut jr = JobResult::new(&r.spec.name, r.groupid, stats);
+                jr.pid = 1000 + c as u32;
+                report.jobs.push(fill(jr, &r.spec, col.ends[c]));
+            }
+        }
+    }
+    report.compute_groups();
+
+    let d = &summary.disk;
+    let ms = |ns: u64| ns / 1_000_000;
+    report.disk_util.push(DiskUtil {
+        name: plan.disk_name.clone(),
+        read_ios: d.ios[0],
+        write_ios: d.ios[1],
+        read_sectors: d.sectors[0],
+        write_sectors: d.sectors[1],
+        read_merges: d.merges[0],
+        write_merges: d.merges[1],
+        read_ticks: ms(d.ticks_ns[0]),
+        write_ticks: ms(d.ticks_ns[1]),
+        in_queue: ms(d.in_queue_ns()),
+        util: if summary.end.0 == 0 {
+            0.0
+        } else {
+            100.0 * d.io_ticks_ns as f64 / summary.end.0 as f64
+        },
+    });
+    if !summary.sched_stats.is_empty() {
+        report.footer.push(format!(
+            "Scheduler statistics ({}, as in /sys/kernel/debug/block/{}/sched/):",
+            plan.scheduler, plan.disk_name
+        ));
+        for (k, v) in &summary.sched_stats {
+            report.footer.push(format!("  {k}: {v}"));
+        }
+    }
+    report.extra = Some(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "device": opts.device.name,
+        "scheduler": plan.scheduler,
+        "tunables": tunables.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "hz": opts.hz,
+        "seed": opts.seed,
+        "simulated_ns": summary.end.0,
+        "requests": summary.requests,
+        "ignored_options": input.ignored,
+        "scheduler_stats": summary.sched_stats.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+    }));
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctime_matches_libc_format() {
+        assert_eq!(ctime(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(ctime(1_783_501_672), "Wed Jul  8 09:07:52 2026");
+        assert_eq!(ctime(951_782_400), "Tue Feb 29 00:00:00 2000");
+    }
+}
