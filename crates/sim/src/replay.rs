@@ -15,7 +15,7 @@
 //! output at all.
 
 use blk::elevator::{self, Elevator, ElvCtx, QueueParams};
-use blk::merge::MergeState;
+use blk::merge::{MergeLimits, MergeState};
 use blk::request::{Bio, BioArena, Request, RqArena, RqId};
 use blk::types::{CgroupId, Dir, IoClass, IoPrio, Jiffies, Ns, Op, ReqFlags, Sector};
 use serde_json::{Map, Value};
@@ -546,6 +546,14 @@ impl Replayer {
         })
     }
 
+    /// Set the queue's merge limits (`max_sectors`, `max_segments`, `nomerges`); the
+    /// replay environment uses [`MergeLimits::default`]. `kernel-trace compare` sets
+    /// the recorded device's, which decide whether the scheduler's insert merges
+    /// happen as they did in the kernel.
+    pub fn set_merge_limits(&mut self, limits: MergeLimits) {
+        self.merge.limits = limits;
+    }
+
     /// The scheduler being driven.
     pub fn elevator(&self) -> &dyn Elevator {
         self.elevator.as_ref()
@@ -561,6 +569,11 @@ impl Replayer {
             .collect();
         v.sort_unstable();
         v
+    }
+
+    /// Whether trace id `id` was absorbed by an insert merge (and not reused since).
+    pub fn is_merged_away(&self, id: u64) -> bool {
+        self.merged_away.contains_key(&id)
     }
 
     /// Whether trace id `id` names a request the scheduler holds.
@@ -815,8 +828,6 @@ impl Replayer {
         let rq = self.rqs.free(rid);
         let mut b = rq.bio_head;
         while let Some(bid) = b {
-            let owner = self.bios.get(bid).owner;
-            self.merged_away.remove(&owner);
             b = self.bios.next(bid);
             self.bios.free(bid);
         }

@@ -32,7 +32,7 @@ enum Sub {
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Example:\n  iosched kernel-trace record --out w.txt --sched mq-deadline \
 --set write_expire=100 -- --name=w --rw=randwrite --ioengine=libaio --iodepth=64 --bs=4k \
---direct=1 --io_size=2M\n\n--filename=/dev/loopN is appended to the fio arguments.")]
+--direct=1 --io_size=2M\n\n--filename=/dev/loopN is put before the fio arguments (a global option).")]
 pub struct RecordArgs {
     /// Where to write the trace text.
     #[arg(long)]
@@ -466,7 +466,8 @@ fn record_inner(
     write_attr(format!("{TRACEFS}/tracing_on"), "1")?;
     // fio
     let mut fio = Command::new("fio");
-    fio.args(&a.fio).arg(format!("--filename={dev}"));
+    // Global options go before the first --name, so the device applies to every job.
+    fio.arg(format!("--filename={dev}")).args(&a.fio);
     let fio_out = fio.output().context("running fio")?;
     write_attr(format!("{TRACEFS}/tracing_on"), "0")?;
     check_interrupted()?;
@@ -495,6 +496,11 @@ fn record_inner(
         "# iosched: nr_requests={}\n",
         read_attr(q.join("nr_requests"))?
     ));
+    for attr in ["max_sectors_kb", "max_segments", "nomerges"] {
+        if let Ok(v) = read_attr(q.join(attr)) {
+            hdr.push_str(&format!("# iosched: {attr}={v}\n"));
+        }
+    }
     let mut names: Vec<String> = fs::read_dir(q.join("iosched"))
         .map(|d| {
             d.filter_map(|e| e.ok())

@@ -119,17 +119,35 @@ fn rebuild<'a>(
     c: &Converted,
     ops: impl IntoIterator<Item = (&'a TraceOp, Option<u64>)>,
 ) -> Result<Replayer, String> {
-    let mut r = Replayer::new(&c.header)?;
+    let mut r = new_replayer(c)?;
     for (op, exp) in ops {
         match (&op.kind, exp) {
             (OpKind::Dispatch, Some(k)) => forced_ok(&mut r, op, k)?,
             (OpKind::Dispatch, None) => {}
             _ => {
-                r.apply(op)?;
+                apply_tolerant(&mut r, op)?;
             }
         }
     }
     Ok(r)
+}
+
+fn new_replayer(c: &Converted) -> Result<Replayer, String> {
+    let mut r = Replayer::new(&c.header)?;
+    r.set_merge_limits(c.merge_limits);
+    Ok(r)
+}
+
+/// Apply a non-dispatch op; the completion of a request our insert merge absorbed
+/// (the kernel did not merge it) is skipped: it left with the request it joined.
+fn apply_tolerant(r: &mut Replayer, op: &TraceOp) -> Result<bool, String> {
+    if let OpKind::Complete { id, .. } = op.kind {
+        if r.is_merged_away(id) {
+            return Ok(false);
+        }
+    }
+    r.apply(op)?;
+    Ok(true)
 }
 
 fn prefix(c: &Converted, end: usize) -> impl Iterator<Item = (&TraceOp, Option<u64>)> {
@@ -204,7 +222,7 @@ fn try_explain(c: &Converted, i: usize, k: u64, ours: Option<u64>, o: &CompareOp
         m += 1;
         let mut r = rebuild(c, prefix(c, i)).ok()?;
         for op in &c.ops[i + 1..e] {
-            r.apply(op).ok()?;
+            apply_tolerant(&mut r, op).ok()?;
         }
         let last = &c.ops[e - 1];
         let op = TraceOp {
@@ -224,10 +242,10 @@ fn try_explain(c: &Converted, i: usize, k: u64, ours: Option<u64>, o: &CompareOp
 /// Compare our scheduler with the kernel's decisions in `c`.
 pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, String> {
     let mut rep = CompareReport::default();
-    let mut r = Replayer::new(&c.header)?;
+    let mut r = new_replayer(c)?;
     for (i, op) in c.ops.iter().enumerate() {
         let Some(k) = c.expected[i] else {
-            r.apply(op)
+            apply_tolerant(&mut r, op)
                 .map_err(|e| format!("op {} (trace line {}): {e}", i + 1, c.source_line[i]))?;
             continue;
         };

@@ -20,6 +20,7 @@
 use super::fit::JiffiesFit;
 use super::parse::{BlockEvent, BlockKind, KernelTrace};
 use crate::replay::{Header, InsertOp, OpKind, TraceOp};
+use blk::merge::MergeLimits;
 use blk::types::{Dir, IoClass, ReqFlags};
 
 /// A conformance trace converted from a kernel trace, with the kernel's answers.
@@ -27,6 +28,8 @@ use blk::types::{Dir, IoClass, ReqFlags};
 pub struct Converted {
     /// The header (scheduler, tunables, HZ, nr_requests of the recording).
     pub header: Header,
+    /// The recorded device's merge limits (not expressible in the header).
+    pub merge_limits: MergeLimits,
     /// The ops.
     pub ops: Vec<TraceOp>,
     /// Per op: for a dispatch op, the id the kernel issued.
@@ -116,8 +119,19 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
     }
     let events: Vec<&BlockEvent> = kt.events.iter().filter(|e| e.dev == dev).collect();
     let t0 = events.first().map(|e| e.ts_ns).unwrap_or(0);
+    let mut merge_limits = MergeLimits::default();
+    if let Some(kb) = kt.meta.max_sectors_kb {
+        merge_limits.max_sectors = kb * 2;
+    }
+    if let Some(n) = kt.meta.max_segments {
+        merge_limits.max_segments = n;
+    }
+    if let Some(n) = kt.meta.nomerges {
+        merge_limits.nomerges = n;
+    }
     let mut c = Converted {
         header,
+        merge_limits,
         ops: Vec::new(),
         expected: Vec::new(),
         source_line: Vec::new(),

@@ -101,6 +101,12 @@ pub struct TraceMeta {
     pub tunables: Vec<(String, String)>,
     /// `queue/nr_requests` in effect.
     pub nr_requests: Option<u32>,
+    /// `queue/max_sectors_kb`.
+    pub max_sectors_kb: Option<u32>,
+    /// `queue/max_segments`.
+    pub max_segments: Option<u32>,
+    /// `queue/nomerges`.
+    pub nomerges: Option<u8>,
     /// Other `key=value` lines (fio command, kernel release...).
     pub other: Vec<(String, String)>,
 }
@@ -189,6 +195,9 @@ pub fn parse(text: &str) -> KernelTrace {
                     "dev" => kt.meta.dev = parse_dev(v),
                     "sched" => kt.meta.sched = Some(v.to_string()),
                     "nr_requests" => kt.meta.nr_requests = v.parse().ok(),
+                    "max_sectors_kb" => kt.meta.max_sectors_kb = v.parse().ok(),
+                    "max_segments" => kt.meta.max_segments = v.parse().ok(),
+                    "nomerges" => kt.meta.nomerges = v.parse().ok(),
                     _ => {
                         if let Some(t) = k.strip_prefix("tunable.") {
                             kt.meta.tunables.push((t.to_string(), v.to_string()));
