@@ -30,6 +30,8 @@ enum Command {
     Devices(cmd::devices::Args),
     /// List schedulers with their tunables and variants.
     Schedulers(cmd::schedulers::Args),
+    /// Run one job under several settings and compare the results side by side.
+    Compare(cmd::compare::Args),
     /// Measure simulator speed and memory on built-in workloads.
     Bench(cmd::bench::Args),
     /// Replay a scheduler conformance trace and print each dispatch decision.
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
         Command::Fio(a) => cmd::fio::run(a),
         Command::Devices(a) => cmd::devices::run(a),
         Command::Schedulers(a) => cmd::schedulers::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::SchedReplay(a) => cmd::sched_replay::run(a),
         Command::KernelTrace(a) => cmd::kernel_trace::run(a),

@@ -186,12 +186,14 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         if let Some(f) = &spec.filename {
             let name = f.rsplit('/').next().unwrap_or(f).to_string();
             match &disk_name {
-                Some(d) if *d != name => return Err(job_err(
-                    spec,
-                    format!(
+                Some(d) if *d != name => {
+                    return Err(job_err(
+                        spec,
+                        format!(
                         "filename={f} differs from an earlier job's; iosched simulates one device"
                     ),
-                )),
+                    ))
+                }
                 _ => disk_name = Some(name),
             }
         }

@@ -135,7 +135,8 @@ impl Simulation {
             hz: cfg.hz,
             rotational: info.rotational,
             limits: blk::merge::MergeLimits {
-                max_sectors: info.max_hw_sectors.min(2560).max(8),
+                // BLK_DEF_MAX_SECTORS_CAP is 8192 sectors (4 MiB) since v6.17.
+                max_sectors: info.max_hw_sectors.clamp(8, 8192),
                 max_segments: info.max_segments,
                 nomerges: 0,
             },
@@ -180,7 +181,7 @@ impl Simulation {
         let mut n: u32 = 0;
         while let Some((now, ev)) = self.events.pop() {
             n = n.wrapping_add(1);
-            if n % 16384 == 0 {
+            if n.is_multiple_of(16384) {
                 obs.progress(now);
             }
             match ev {

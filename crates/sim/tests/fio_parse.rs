@@ -294,7 +294,7 @@ fn validation_errors() {
 #[test]
 fn error_display_has_file_and_line() {
     let e = err("[j]\ndirect=1\nbs=4q\n");
-    assert_eq!(e.to_string(), "t.fio:3: malformed number '4q'");
+    assert_eq!(e.to_string(), "t.fio:3: option 'bs': malformed number '4q'");
     assert_eq!(e.line(), Some(3));
     // Job-level validation points at the section header.
     let e = err("\n[big]\ndirect=1\nbs=8k\nsize=4k\n");

@@ -7,6 +7,7 @@ use sim::simulate::{IoObserver, SimConfig, Simulation};
 
 #[derive(Default)]
 struct Count {
+    per_job: Vec<u64>,
     ios: [u64; 2],
     bytes: u64,
     max_depth: u32,
@@ -19,7 +20,11 @@ impl IoObserver for Count {
     fn io_submitted(&mut self, _job: usize, _dir: Dir, depth: u32) {
         self.max_depth = self.max_depth.max(depth);
     }
-    fn io_completed(&mut self, _job: usize, io: IoDone, issue: Ns, now: Ns) {
+    fn io_completed(&mut self, job: usize, io: IoDone, issue: Ns, now: Ns) {
+        if self.per_job.len() <= job {
+            self.per_job.resize(job + 1, 0);
+        }
+        self.per_job[job] += 1;
         self.ios[io.dir.idx()] += 1;
         self.bytes += io.bytes;
         self.lat.push(now.since(issue));
@@ -151,4 +156,33 @@ fn same_seed_same_run_different_seed_differs() {
     };
     assert_eq!(run(7), run(7));
     assert_ne!(run(7).0, run(8).0);
+}
+
+#[test]
+fn none_serves_software_queues_fairly() {
+    // Four jobs on four CPUs keep 128 requests queued against a device that takes 32:
+    // each job must get its share, not just the lowest-numbered CPU.
+    let jobs = (0..4)
+        .map(|i| {
+            let mut j = job(RwMode::RandRead, 32, 1 << 30);
+            j.time_based = true;
+            j.runtime = Some(50_000_000);
+            j.cpu = i;
+            j.pid = 100 + i;
+            j.seed = i as u64;
+            j
+        })
+        .collect();
+    let cfg = SimConfig {
+        nr_requests: Some(128),
+        ..Default::default()
+    };
+    let sim = Simulation::new(&cfg, ideal(), jobs).unwrap();
+    let mut c = Count::default();
+    sim.run(&mut c);
+    let (lo, hi) = (
+        *c.per_job.iter().min().unwrap(),
+        *c.per_job.iter().max().unwrap(),
+    );
+    assert!(hi - lo <= hi / 50, "unfair: {:?}", c.per_job);
 }

@@ -1,11 +1,12 @@
 //! `none`: no elevator.
 //!
-//! With no elevator the kernel puts requests on per-CPU software queues and the
-//! dispatch loop drains them in CPU order (`blk_mq_flush_busy_ctxs`). This model keeps
-//! one list per CPU and dispatches from the lowest-numbered CPU with requests, oldest
-//! first; at-head inserts (requeues) go to the front of their CPU's list, as
-//! `blk_mq_insert_request` does for the software queue. No merging beyond what the
-//! block core does, no tunables.
+//! With no elevator the kernel puts requests that cannot be issued at once on per-CPU
+//! software queues, and the dispatch loop takes them one software queue after another,
+//! resuming after the queue it served last (`blk_mq_dequeue_from_ctx` with
+//! `hctx->dispatch_from`). This model keeps one list per CPU and serves them round
+//! robin, oldest first within a CPU; at-head inserts (requeues) go to the front of
+//! their CPU's list, as `blk_mq_insert_request` does for the software queue. No
+//! merging beyond what the block core does, no tunables.
 
 use super::{unknown_tunable, Elevator, ElvCtx, QueueParams, TunableError, TunableInfo};
 use crate::request::RqId;
@@ -16,6 +17,7 @@ use std::collections::VecDeque;
 pub struct NoneSched {
     ctx_lists: Vec<VecDeque<RqId>>,
     queued: usize,
+    dispatch_from: usize,
 }
 
 impl NoneSched {
@@ -24,6 +26,7 @@ impl NoneSched {
         NoneSched {
             ctx_lists: vec![VecDeque::new(); params.nr_cpus.max(1) as usize],
             queued: 0,
+            dispatch_from: 0,
         }
     }
 }
@@ -52,9 +55,16 @@ impl Elevator for NoneSched {
         if self.queued == 0 {
             return None;
         }
-        let rq = self.ctx_lists.iter_mut().find_map(|l| l.pop_front());
-        self.queued -= rq.is_some() as usize;
-        rq
+        let n = self.ctx_lists.len();
+        for k in 0..n {
+            let cpu = (self.dispatch_from + k) % n;
+            if let Some(rq) = self.ctx_lists[cpu].pop_front() {
+                self.queued -= 1;
+                self.dispatch_from = (cpu + 1) % n;
+                return Some(rq);
+            }
+        }
+        None
     }
 
     fn force_dispatch(&mut self, _ctx: &mut ElvCtx, rq: RqId) -> bool {
@@ -84,5 +94,52 @@ impl Elevator for NoneSched {
 
     fn set_tunable(&mut self, name: &str, _value: &str) -> Result<(), TunableError> {
         Err(unknown_tunable("none", name, &[]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merge::MergeState;
+    use crate::request::{Bio, BioArena, Request, RqArena};
+    use crate::types::{CgroupId, IoPrio, Jiffies, Ns, Op, ReqFlags, Sector};
+
+    #[test]
+    fn software_queues_are_served_round_robin() {
+        let mut rqs = RqArena::new();
+        let mut bios = BioArena::new();
+        let mut merge = MergeState::default();
+        let mut e = NoneSched::new(&QueueParams::default());
+        let mut ids = vec![];
+        for (cpu, sector) in [(0, 0), (0, 8), (0, 16), (1, 100), (1, 108), (2, 200)] {
+            let bio = Bio {
+                op: Op::Read,
+                flags: ReqFlags::NONE,
+                sector: Sector(sector),
+                nr_sectors: 8,
+                ioprio: IoPrio::default(),
+                pid: 1,
+                cpu,
+                cgroup: CgroupId(0),
+                owner: 0,
+            };
+            let b = bios.alloc(bio);
+            ids.push(rqs.alloc(Request::from_bio(&bio, b, Ns(0))));
+        }
+        let mut ctx = ElvCtx {
+            now: Ns(0),
+            jiffies: Jiffies(0),
+            hctx: 0,
+            rqs: &mut rqs,
+            bios: &mut bios,
+            merge: &mut merge,
+        };
+        e.insert_requests(&mut ctx, &ids, false);
+        let mut order = vec![];
+        while let Some(id) = e.dispatch_request(&mut ctx) {
+            order.push(ctx.rqs.get(id).sector.0);
+        }
+        assert_eq!(order, vec![0, 100, 200, 8, 108, 16]);
+        assert!(!e.has_work(&ctx));
     }
 }

@@ -1,9 +1,11 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod compare;
 pub mod devices;
 pub mod fio;
 pub mod kernel_trace;
+pub mod plot;
 pub mod run;
 pub mod sched_replay;
 pub mod schedulers;

@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use blk::Ns;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::fio::{FioInput, OutputFormat};
+use sim::report::RunReport;
 use sim::runner::{self, RunOptions};
 use std::io::Write;
 
@@ -61,8 +62,8 @@ fn epoch_secs() -> Result<u64> {
     }
 }
 
-/// Plan, run and print. `output` is fio's `--output` file, if any.
-pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
+/// Turn the command-line simulation options into the runner's options.
+pub fn run_options(args: &SimArgs) -> Result<RunOptions> {
     let device = devices::profile(args.device.as_deref().unwrap_or(devices::DEFAULT_DEVICE))?;
     if args.hz == 0 || args.hz > 10_000 {
         bail!(
@@ -78,7 +79,7 @@ pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
         .iter()
         .map(|s| parse_set(s))
         .collect::<Result<Vec<_>>>()?;
-    let opts = RunOptions {
+    Ok(RunOptions {
         device,
         scheduler: args.sched.clone(),
         settings,
@@ -86,8 +87,16 @@ pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
         hz: args.hz,
         nr_cpus: args.cpus,
         epoch_secs: epoch_secs()?,
-    };
-    let plan = runner::plan(&input, &opts)?;
+    })
+}
+
+/// Plan and run one simulation; with `progress`, show a progress bar on stderr (drawn
+/// only when stderr is a terminal).
+pub fn simulate(input: &FioInput, opts: &RunOptions, progress: bool) -> Result<RunReport> {
+    let plan = runner::plan(input, opts)?;
+    if !progress {
+        return Ok(runner::run(input, opts, plan, None)?);
+    }
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     let (len, by_time) = match (plan.expected_ns, plan.expected_bytes) {
         (Some(ns), _) if ns > 0 => (ns, true),
@@ -101,20 +110,29 @@ pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
             .progress_chars("=> "),
     );
     let mut tick = |now: Ns, bytes: u64| bar.set_position(if by_time { now.0 } else { bytes });
-    let report = runner::run(&input, &opts, plan, Some(&mut tick))?;
+    let report = runner::run(input, opts, plan, Some(&mut tick))?;
     bar.finish_and_clear();
+    Ok(report)
+}
+
+/// Write `text` to `path` whole or not at all: written beside the target and renamed,
+/// so a failed run never leaves a file that looks like a finished report.
+pub fn write_atomically(path: &str, text: &str) -> Result<()> {
+    let tmp = format!("{path}.iosched-tmp");
+    std::fs::write(&tmp, text.as_bytes()).with_context(|| format!("writing {tmp}"))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {tmp} to {path}"))
+}
+
+/// Plan, run and print in the format and to the file fio's output options ask for.
+pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
+    let opts = run_options(args)?;
+    let report = simulate(&input, &opts, true)?;
     let text = match input.output.format {
         OutputFormat::Json => sim::report::json::to_string(&report),
         OutputFormat::Normal => sim::report::text::to_string(&report),
     };
     match &input.output.output_file {
-        Some(path) => {
-            // Write beside the target and rename, so a failed run never leaves a file
-            // that looks like a finished report.
-            let tmp = format!("{path}.iosched-tmp");
-            std::fs::write(&tmp, text.as_bytes()).with_context(|| format!("writing {tmp}"))?;
-            std::fs::rename(&tmp, path).with_context(|| format!("renaming {tmp} to {path}"))?;
-        }
+        Some(path) => write_atomically(path, &text)?,
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())?;

@@ -142,7 +142,7 @@ fn finish_section(
     if s.name.starts_with("global") {
         for (line_no, def, value) in &parsed {
             b.apply_global(def, value.as_deref())
-                .map_err(|m| FioError::at_line(path, *line_no, m))?;
+                .map_err(|m| FioError::at_line(path, *line_no, name_option(def.name, m)))?;
         }
         return Ok(());
     }
@@ -153,7 +153,7 @@ fn finish_section(
     let mut opts = Vec::new();
     for (line_no, def, value) in &parsed {
         b.apply(&mut state, &mut opts, def, value.as_deref())
-            .map_err(|m| FioError::at_line(path, *line_no, m))?;
+            .map_err(|m| FioError::at_line(path, *line_no, name_option(def.name, m)))?;
     }
     let source = SourceLocation::File {
         path: path.to_string(),
@@ -164,6 +164,15 @@ fn finish_section(
         .map_err(|m| FioError::at_line(path, s.line, m))?;
     b.jobs.push(job);
     Ok(())
+}
+
+/// Prefix a value error with the option it is about, unless it already names it.
+fn name_option(name: &str, message: String) -> String {
+    if message.contains(&format!("'{name}'")) {
+        message
+    } else {
+        format!("option '{name}': {message}")
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,258 @@
+//! `iosched compare FILE --vary ...`: one job under several settings, side by side.
+//!
+//! This is how a seed patch's experiment is reproduced with one command: the same job,
+//! the same seed, run once per variant (e.g. `mq-deadline.variant=mainline,head-request`),
+//! with the figures the patch mail quotes in one table and, on request, a chart.
+
+use super::plot;
+use super::sim_opts::{parse_set, run_options, simulate, write_atomically, SimArgs};
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use sim::fio::parse_job_file;
+use sim::report::RunReport;
+use sim::stats::Dir;
+
+/// Run one fio job file once per combination of the `--vary` settings and print a
+/// table of IOPS, bandwidth, latency and merges per variant.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  iosched compare examples/seeds/0-mq-deadline-head-request.fio --device raid0-2x-mg04aca400n --set mq-deadline.fifo_batch=1 --vary mq-deadline.variant=mainline,head-request\n  iosched compare examples/randread-4k.fio --vary sched=none,mq-deadline --vary device=ideal,ideal-sq --plot cmp.svg"
+)]
+pub struct Args {
+    /// The fio job file.
+    pub file: String,
+    /// `NS.NAME=V1,V2,...` (a `--set` key with several values), or `sched=A,B` /
+    /// `device=A,B`. Repeatable: every combination is run.
+    #[arg(long = "vary", value_name = "KEY=V1,V2")]
+    pub vary: Vec<String>,
+    /// Also draw an SVG bar chart of IOPS per variant to FILE.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
+    /// `normal` (a table) or `json`.
+    #[arg(long, value_name = "FORMAT", default_value = "normal")]
+    pub output_format: String,
+    #[command(flatten)]
+    pub sim: SimArgs,
+}
+
+/// One axis of variation.
+struct Axis {
+    key: String,
+    values: Vec<String>,
+}
+
+fn axes(vary: &[String]) -> Result<Vec<Axis>> {
+    vary.iter()
+        .map(|v| {
+            let (key, vals) = v
+                .split_once('=')
+                .with_context(|| format!("--vary {v}: expected KEY=V1,V2,..."))?;
+            let values: Vec<String> = vals.split(',').map(str::to_string).collect();
+            if key.is_empty() || values.iter().any(|x| x.is_empty()) {
+                bail!("--vary {v}: expected KEY=V1,V2,... with non-empty key and values");
+            }
+            if key != "sched" && key != "device" {
+                parse_set(&format!("{key}={}", values[0]))?;
+            }
+            Ok(Axis {
+                key: key.to_string(),
+                values,
+            })
+        })
+        .collect()
+}
+
+/// Every combination, as (label, settings) where settings are `(key, value)`.
+fn combinations(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
+    let mut out = vec![Vec::new()];
+    for a in axes {
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                a.values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push((a.key.clone(), v.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+struct Row {
+    label: String,
+    report: RunReport,
+}
+
+fn dir_figures(r: &RunReport, d: Dir) -> (f64, f64, u64, u64) {
+    let mut iops = 0.0;
+    let mut bw = 0.0;
+    let mut p50 = 0;
+    let mut p99 = 0;
+    for j in &r.jobs {
+        let s = j.stats.dir(d);
+        iops += s.iops_f64();
+        bw += s.bw_bytes() as f64;
+        p50 = p50.max(s.clat.percentile(50.0));
+        p99 = p99.max(s.clat.percentile(99.0));
+    }
+    (iops, bw, p50, p99)
+}
+
+/// Run the command.
+pub fn run(args: Args) -> Result<()> {
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read job file '{}'", args.file))?;
+    let input = parse_job_file(&args.file, &text)?;
+    let json_out = match args.output_format.as_str() {
+        "normal" => false,
+        "json" => true,
+        other => bail!("--output-format={other}: expected 'normal' or 'json'"),
+    };
+    let axes = axes(&args.vary)?;
+    if axes.is_empty() {
+        bail!("nothing to compare: give at least one --vary KEY=V1,V2");
+    }
+    // Check every combination before running any, so a typo fails at once.
+    let mut runs = Vec::new();
+    for combo in combinations(&axes) {
+        let mut sa = args.sim.clone();
+        let mut label = Vec::new();
+        for (k, v) in &combo {
+            match k.as_str() {
+                "sched" => sa.sched = Some(v.clone()),
+                "device" => sa.device = Some(v.clone()),
+                _ => sa.set.push(format!("{k}={v}")),
+            }
+            label.push(format!("{k}={v}"));
+        }
+        let opts = run_options(&sa)?;
+        sim::runner::plan(&input, &opts)?;
+        runs.push((label.join(" "), opts));
+    }
+    // Independent runs in parallel; results are collected in order, so the output does
+    // not depend on the number of threads.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut rows: Vec<Option<Result<Row>>> = (0..runs.len()).map(|_| None).collect();
+    for chunk in runs.chunks(threads).zip(rows.chunks_mut(threads)) {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .0
+                .iter()
+                .map(|(label, opts)| {
+                    let input = &input;
+                    s.spawn(move || {
+                        simulate(input, opts, false).map(|report| Row {
+                            label: label.clone(),
+                            report,
+                        })
+                    })
+                })
+                .collect();
+            for (slot, h) in chunk.1.iter_mut().zip(handles) {
+                *slot = Some(h.join().expect("simulation thread panicked"));
+            }
+        });
+    }
+    let rows: Vec<Row> = rows
+        .into_iter()
+        .map(|r| r.expect("every run done"))
+        .collect::<Result<_>>()?;
+
+    if json_out {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                let (ri, rb, r50, r99) = dir_figures(&r.report, Dir::Read);
+                let (wi, wb, w50, w99) = dir_figures(&r.report, Dir::Write);
+                let d = &r.report.disk_util[0];
+                json!({
+                    "variant": r.label,
+                    "read": {"iops": ri, "bw_bytes": rb, "clat_p50_ns": r50, "clat_p99_ns": r99},
+                    "write": {"iops": wi, "bw_bytes": wb, "clat_p50_ns": w50, "clat_p99_ns": w99},
+                    "read_merges": d.read_merges, "write_merges": d.write_merges, "util": d.util,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        let w = rows.iter().map(|r| r.label.len()).max().unwrap_or(7).max(7);
+        println!(
+            "{:<w$}  {:>10} {:>11} {:>9} {:>9}  {:>10} {:>11} {:>9} {:>9}  {:>9} {:>9} {:>6}",
+            "variant",
+            "read IOPS",
+            "read MB/s",
+            "r p50 us",
+            "r p99 us",
+            "write IOPS",
+            "write MB/s",
+            "w p50 us",
+            "w p99 us",
+            "r merges",
+            "w merges",
+            "util%"
+        );
+        for r in &rows {
+            let (ri, rb, r50, r99) = dir_figures(&r.report, Dir::Read);
+            let (wi, wb, w50, w99) = dir_figures(&r.report, Dir::Write);
+            let d = &r.report.disk_util[0];
+            println!(
+                "{:<w$}  {:>10.0} {:>11.1} {:>9.1} {:>9.1}  {:>10.0} {:>11.1} {:>9.1} {:>9.1}  {:>9} {:>9} {:>6.1}",
+                r.label, ri, rb / 1e6, r50 as f64 / 1e3, r99 as f64 / 1e3,
+                wi, wb / 1e6, w50 as f64 / 1e3, w99 as f64 / 1e3,
+                d.read_merges, d.write_merges, d.util
+            );
+        }
+    }
+    if let Some(path) = &args.plot {
+        let groups: Vec<plot::Group> = rows
+            .iter()
+            .map(|r| plot::Group {
+                label: r.label.clone(),
+                values: vec![
+                    dir_figures(&r.report, Dir::Read).0,
+                    dir_figures(&r.report, Dir::Write).0,
+                ],
+            })
+            .collect();
+        let tmp = format!("{path}.iosched-tmp.svg");
+        plot::bars(
+            &tmp,
+            &format!("{}: IOPS per variant", args.file),
+            "IOPS",
+            &["read".into(), "write".into()],
+            &groups,
+        )?;
+        let svg = std::fs::read_to_string(&tmp)?;
+        std::fs::remove_file(&tmp).ok();
+        write_atomically(path, &svg)?;
+        eprintln!("wrote {path}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combinations_are_the_cartesian_product_in_order() {
+        let a = axes(&[
+            "sched=none,mq-deadline".into(),
+            "mq-deadline.fifo_batch=1,16".into(),
+        ])
+        .unwrap();
+        let c = combinations(&a);
+        assert_eq!(c.len(), 4);
+        assert_eq!(
+            c[1],
+            vec![
+                ("sched".into(), "none".into()),
+                ("mq-deadline.fifo_batch".into(), "16".into())
+            ]
+        );
+        assert!(axes(&["novalue".into()]).is_err());
+        assert!(axes(&["x=".into()]).is_err());
+    }
+}
