@@ -13,7 +13,7 @@ fn err(t: &str) -> String {
 const H: &str = r#"{"sched":"none","tunables":{}}"#;
 
 #[test]
-fn none_is_fifo_per_cpu() {
+fn none_serves_cpus_round_robin() {
     let t = format!(
         "{H}\n\
 {{\"t\":0,\"op\":\"insert\",\"id\":1,\"sector\":2048,\"sectors\":8,\"dir\":\"read\",\"class\":\"be\",\"at_head\":false}}\n\
@@ -29,7 +29,7 @@ fn none_is_fifo_per_cpu() {
     );
     assert_eq!(
         run(&t).unwrap(),
-        "{\"t\":1000000,\"id\":1}\n{\"t\":1000001,\"id\":2}\n{\"t\":1000002,\"id\":3}\n\
+        "{\"t\":1000000,\"id\":1}\n{\"t\":1000001,\"id\":3}\n{\"t\":1000002,\"id\":2}\n\
 {\"t\":1000003,\"id\":null}\n{\"t\":5000001,\"id\":1}\n"
     );
 }

@@ -68,10 +68,12 @@ impl Elevator for NoneSched {
     }
 
     fn force_dispatch(&mut self, _ctx: &mut ElvCtx, rq: RqId) -> bool {
-        for l in &mut self.ctx_lists {
+        let n = self.ctx_lists.len();
+        for (cpu, l) in self.ctx_lists.iter_mut().enumerate() {
             if let Some(pos) = l.iter().position(|&r| r == rq) {
                 l.remove(pos);
                 self.queued -= 1;
+                self.dispatch_from = (cpu + 1) % n;
                 return true;
             }
         }
