@@ -23,6 +23,7 @@
 //! | `finish_request` | [`Elevator::finish_request`] |
 //! | sysfs `iosched/` attributes | [`Elevator::tunables`], [`Elevator::get_tunable`], [`Elevator::set_tunable`] |
 
+pub mod mq_deadline;
 pub mod none;
 
 use crate::merge::{MergeKind, MergeState};
@@ -232,11 +233,18 @@ impl fmt::Debug for SchedulerEntry {
 }
 
 /// Every scheduler iosched has.
-pub static SCHEDULERS: &[SchedulerEntry] = &[SchedulerEntry {
-    name: "none",
-    about: "no scheduling: requests go to the device in arrival order",
-    make: |p| Box::new(none::NoneSched::new(p)),
-}];
+pub static SCHEDULERS: &[SchedulerEntry] = &[
+    SchedulerEntry {
+        name: "none",
+        about: "no scheduling: requests go to the device in arrival order",
+        make: |p| Box::new(none::NoneSched::new(p)),
+    },
+    SchedulerEntry {
+        name: "mq-deadline",
+        about: "deadline: sector-ordered batches, read/write expiry, I/O priority levels (v6.19)",
+        make: |p| Box::new(mq_deadline::MqDeadline::new(p)),
+    },
+];
 
 /// Unknown scheduler name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
