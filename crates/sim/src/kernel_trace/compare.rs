@@ -32,7 +32,8 @@ pub struct CompareOptions {
     pub explain: bool,
     /// How many inserts/completions a decision may move across.
     pub window: usize,
-    /// How many later issues a swapped order may reach.
+    /// How many later issues a swapped order may reach (at least the rest of the
+    /// current burst of back-to-back issues).
     pub swap: usize,
     /// Ops shown before and after a disagreement.
     pub context: usize,
@@ -158,10 +159,16 @@ fn prefix(c: &Converted, end: usize) -> impl Iterator<Item = (&TraceOp, Option<u
 fn try_explain(c: &Converted, i: usize, k: u64, ours: Option<u64>, o: &CompareOptions) -> Option<&'static str> {
     // Swapped issue order: what we chose, the kernel issued shortly after.
     if let Some(x) = ours {
+        // A burst of issues with nothing in between was pulled as one list (or parked
+        // and issued together): any order within it is the same decision block.
+        let burst = c.ops[i + 1..]
+            .iter()
+            .take_while(|op| matches!(op.kind, OpKind::Dispatch))
+            .count();
         let later = c.expected[i + 1..]
             .iter()
             .filter_map(|e| *e)
-            .take(o.swap)
+            .take(o.swap.max(burst))
             .any(|e| e == x);
         if later {
             return Some("issue order swapped");
