@@ -45,7 +45,10 @@ fn sched_replay_error_exits_2_with_nothing_on_stdout() {
     assert!(o.stdout.is_empty(), "partial output on stdout");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.starts_with(&format!("error: {}:4: complete of unknown id 5", p.display())),
+        err.starts_with(&format!(
+            "error: {}:4: complete of unknown id 5",
+            p.display()
+        )),
         "{err}"
     );
 }
@@ -97,7 +100,10 @@ fn kernel_trace_compare_and_emit() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert_eq!(r.stdout, std::fs::read(&exp).unwrap());
     let text = std::fs::read_to_string(&conf).unwrap();
-    assert!(text.starts_with("{\"sched\":\"none\",\"tunables\":{},\"hz\":250}\n"), "{text}");
+    assert!(
+        text.starts_with("{\"sched\":\"none\",\"tunables\":{},\"hz\":250}\n"),
+        "{text}"
+    );
     assert!(text.contains("\"jiffies\":1000,"), "{text}");
     for f in [p, conf, exp] {
         std::fs::remove_file(f).ok();

@@ -381,9 +381,7 @@ fn parse_op(m: &Map<String, Value>) -> Result<TraceOp, String> {
                     let (_, bit) = TRACE_FLAGS
                         .iter()
                         .find(|(n, _)| *n == name)
-                        .ok_or_else(|| {
-                            format!("unknown flag {x} (sync, fua, preflush, meta)")
-                        })?;
+                        .ok_or_else(|| format!("unknown flag {x} (sync, fua, preflush, meta)"))?;
                     flags = flags.with(*bit);
                 }
             }
@@ -406,7 +404,11 @@ fn parse_op(m: &Map<String, Value>) -> Result<TraceOp, String> {
             OpKind::Dispatch
         }
         "complete" => {
-            check_fields(m, &["t", "jiffies", "op", "id", "latency_ns"], "complete op")?;
+            check_fields(
+                m,
+                &["t", "jiffies", "op", "id", "latency_ns"],
+                "complete op",
+            )?;
             OpKind::Complete {
                 id: require(get_u64(m, "id")?, "id", op)?,
                 latency_ns: get_u64(m, "latency_ns")?,
@@ -666,7 +668,10 @@ impl Replayer {
 
     fn insert(&mut self, t: u64, j: Jiffies, ins: &InsertOp) -> Result<(), String> {
         if self.ids.contains_key(&ins.id) {
-            return Err(format!("duplicate id {}: that request is still live", ins.id));
+            return Err(format!(
+                "duplicate id {}: that request is still live",
+                ins.id
+            ));
         }
         if ins.cpu >= self.nr_cpus {
             return Err(format!(
@@ -908,7 +913,10 @@ mod tests {
         h.hz = 250;
         h.tunables.push(("fifo_batch".into(), "1".into()));
         let line = h.to_json();
-        assert_eq!(line, r#"{"sched":"none","tunables":{"fifo_batch":1},"hz":250}"#);
+        assert_eq!(
+            line,
+            r#"{"sched":"none","tunables":{"fifo_batch":1},"hz":250}"#
+        );
         assert_eq!(parse_line(&line, true).unwrap(), Line::Header(h));
     }
 

@@ -60,20 +60,71 @@ fn op_errors_name_the_line() {
         format!("{{\"t\":{t},\"op\":\"insert\",\"id\":{id},\"sector\":0,\"sectors\":8,\"dir\":\"read\",\"class\":\"be\",\"at_head\":false}}")
     };
     let cases: Vec<(String, &str)> = vec![
-        (format!("{H}\n{}\n{{\"t\":0,\"op\":\"flush\"}}", ins(1, 0)), "t.jsonl:3: unknown op 'flush'"),
-        (format!("{H}\n{{\"t\":0,\"op\":\"dispatch\",\"x\":1}}"), "t.jsonl:2: unknown field 'x' in dispatch op"),
-        (format!("{H}\n{}\n{}", ins(1, 5), ins(2, 4)), "t.jsonl:3: time goes backwards"),
-        (format!("{H}\n{}\n{}", ins(1, 0), ins(1, 1)), "t.jsonl:3: duplicate id 1"),
-        (format!("{H}\n{}\n{{\"t\":1,\"op\":\"complete\",\"id\":1}}", ins(1, 0)), "t.jsonl:3: complete of id 1, which was not dispatched"),
-        (format!("{H}\n{{\"t\":1,\"op\":\"complete\",\"id\":9}}"), "t.jsonl:2: complete of unknown id 9"),
-        (format!("{H}\n{{{{\"t\":1,\"op\":\"dispatch\""), "t.jsonl:2: malformed JSON"),
-        (format!("{H}\n{}", ins(1, 0).replace("\"be\"", "\"gold\"")), "t.jsonl:2: unknown class 'gold'"),
-        (format!("{H}\n{}", ins(1, 0).replace("\"read\"", "\"trim\"")), "t.jsonl:2: unknown dir 'trim'"),
-        (format!("{H}\n{}", ins(1, 0).replace("\"sectors\":8,", "")), "t.jsonl:2: insert op is missing field 'sectors'"),
-        (format!("{H}\n{}", ins(1, 0).replace("\"at_head\":false", "\"cpu\":8")), "t.jsonl:2: cpu 8 out of range"),
-        (format!("{H}\n{}", ins(1, 0).replace("\"at_head\":false", "\"flags\":[\"nomerge\"]")), "t.jsonl:2: unknown flag"),
-        (format!("{H}\n{{\"op\":\"dispatch\"}}"), "t.jsonl:2: dispatch op is missing field 't'"),
-        (format!("{H}\n{{\"t\":-1,\"op\":\"dispatch\"}}"), "t.jsonl:2: field 't' must be a non-negative integer"),
+        (
+            format!("{H}\n{}\n{{\"t\":0,\"op\":\"flush\"}}", ins(1, 0)),
+            "t.jsonl:3: unknown op 'flush'",
+        ),
+        (
+            format!("{H}\n{{\"t\":0,\"op\":\"dispatch\",\"x\":1}}"),
+            "t.jsonl:2: unknown field 'x' in dispatch op",
+        ),
+        (
+            format!("{H}\n{}\n{}", ins(1, 5), ins(2, 4)),
+            "t.jsonl:3: time goes backwards",
+        ),
+        (
+            format!("{H}\n{}\n{}", ins(1, 0), ins(1, 1)),
+            "t.jsonl:3: duplicate id 1",
+        ),
+        (
+            format!(
+                "{H}\n{}\n{{\"t\":1,\"op\":\"complete\",\"id\":1}}",
+                ins(1, 0)
+            ),
+            "t.jsonl:3: complete of id 1, which was not dispatched",
+        ),
+        (
+            format!("{H}\n{{\"t\":1,\"op\":\"complete\",\"id\":9}}"),
+            "t.jsonl:2: complete of unknown id 9",
+        ),
+        (
+            format!("{H}\n{{{{\"t\":1,\"op\":\"dispatch\""),
+            "t.jsonl:2: malformed JSON",
+        ),
+        (
+            format!("{H}\n{}", ins(1, 0).replace("\"be\"", "\"gold\"")),
+            "t.jsonl:2: unknown class 'gold'",
+        ),
+        (
+            format!("{H}\n{}", ins(1, 0).replace("\"read\"", "\"trim\"")),
+            "t.jsonl:2: unknown dir 'trim'",
+        ),
+        (
+            format!("{H}\n{}", ins(1, 0).replace("\"sectors\":8,", "")),
+            "t.jsonl:2: insert op is missing field 'sectors'",
+        ),
+        (
+            format!(
+                "{H}\n{}",
+                ins(1, 0).replace("\"at_head\":false", "\"cpu\":8")
+            ),
+            "t.jsonl:2: cpu 8 out of range",
+        ),
+        (
+            format!(
+                "{H}\n{}",
+                ins(1, 0).replace("\"at_head\":false", "\"flags\":[\"nomerge\"]")
+            ),
+            "t.jsonl:2: unknown flag",
+        ),
+        (
+            format!("{H}\n{{\"op\":\"dispatch\"}}"),
+            "t.jsonl:2: dispatch op is missing field 't'",
+        ),
+        (
+            format!("{H}\n{{\"t\":-1,\"op\":\"dispatch\"}}"),
+            "t.jsonl:2: field 't' must be a non-negative integer",
+        ),
         (format!("{H}\n{H}"), "t.jsonl:2: a second header line"),
     ];
     for (t, want) in cases {

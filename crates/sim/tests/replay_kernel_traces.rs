@@ -13,7 +13,12 @@ fn run(name: &str) -> CompareReport {
     let (kt, fit, conv) = kernel_trace::load(&text, "mq-deadline", None);
     assert_eq!(kt.meta.hz, Some(250));
     // A stale sample or two is normal (a timer armed just before the tick ran).
-    assert!(fit.agree + 2 >= fit.samples, "jiffies fit: {}/{}", fit.agree, fit.samples);
+    assert!(
+        fit.agree + 2 >= fit.samples,
+        "jiffies fit: {}/{}",
+        fit.agree,
+        fit.samples
+    );
     assert_eq!(conv.stats.unmatched_issues, 0);
     assert_eq!(conv.stats.unmatched_completes, 0);
     kernel_trace::compare(&conv, &CompareOptions::default()).unwrap()

@@ -30,9 +30,11 @@ enum Sub {
 /// (needs root, tracefs, fio and loop devices; everything set up is torn down again,
 /// also on error or Ctrl-C).
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Example:\n  iosched kernel-trace record --out w.txt --sched mq-deadline \
+#[command(
+    after_help = "Example:\n  iosched kernel-trace record --out w.txt --sched mq-deadline \
 --set write_expire=100 -- --name=w --rw=randwrite --ioengine=libaio --iodepth=64 --bs=4k \
---direct=1 --io_size=2M\n\n--filename=/dev/loopN is put before the fio arguments (a global option).")]
+--direct=1 --io_size=2M\n\n--filename=/dev/loopN is put before the fio arguments (a global option)."
+)]
 pub struct RecordArgs {
     /// Where to write the trace text.
     #[arg(long)]
@@ -177,11 +179,7 @@ fn compare(a: CompareArgs) -> Result<()> {
             st.requeues
         ));
         out.push_str(&format!("decisions: {}\n", rep.decisions));
-        out.push_str(&format!(
-            "exact: {} ({:.2}%)\n",
-            rep.exact,
-            rep.exact_pct()
-        ));
+        out.push_str(&format!("exact: {} ({:.2}%)\n", rep.exact, rep.exact_pct()));
         out.push_str(&format!(
             "exact or explained: {} ({:.2}%)\n",
             rep.exact + rep.explained,
@@ -321,12 +319,14 @@ fn parse_size(s: &str) -> Result<u64> {
 
 fn kernel_hz() -> Option<u32> {
     let rel = read_attr("/proc/sys/kernel/osrelease").ok()?;
-    let cfg = fs::read_to_string(format!("/boot/config-{rel}")).ok().or_else(|| {
-        let o = Command::new("zcat").arg("/proc/config.gz").output().ok()?;
-        o.status
-            .success()
-            .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
-    })?;
+    let cfg = fs::read_to_string(format!("/boot/config-{rel}"))
+        .ok()
+        .or_else(|| {
+            let o = Command::new("zcat").arg("/proc/config.gz").output().ok()?;
+            o.status
+                .success()
+                .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+        })?;
     cfg.lines()
         .find_map(|l| l.strip_prefix("CONFIG_HZ="))
         .and_then(|v| v.trim().parse().ok())
@@ -515,8 +515,8 @@ fn record_inner(
         }
     }
     hdr.push_str(&format!("# iosched: fio={}\n", a.fio.join(" ")));
-    let mut out = fs::File::create(&a.out)
-        .with_context(|| format!("creating {}", a.out.display()))?;
+    let mut out =
+        fs::File::create(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     out.write_all(hdr.as_bytes())?;
     let mut tr = fs::File::open(format!("{TRACEFS}/trace")).context("opening trace")?;
     std::io::copy(&mut tr, &mut out).context("saving trace")?;

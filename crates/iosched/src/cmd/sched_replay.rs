@@ -10,8 +10,10 @@ use std::path::PathBuf;
 /// dispatched). On any error in the trace nothing is printed on stdout; the error
 /// names the file and line.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Example:\n  iosched sched-replay tests/data/ddl-batch.jsonl\n\n\
-Trace format: see DESIGN.md, \"Scheduler conformance trace\".")]
+#[command(
+    after_help = "Example:\n  iosched sched-replay tests/data/ddl-batch.jsonl\n\n\
+Trace format: see DESIGN.md, \"Scheduler conformance trace\"."
+)]
 pub struct Args {
     /// The conformance trace (`-` for stdin).
     pub file: PathBuf,
@@ -22,8 +24,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let name = args.file.display().to_string();
     let text = if name == "-" {
         let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-            .context("reading stdin")?;
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).context("reading stdin")?;
         s
     } else {
         std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {name}"))?

@@ -156,7 +156,13 @@ fn prefix(c: &Converted, end: usize) -> impl Iterator<Item = (&TraceOp, Option<u
 }
 
 /// Does moving decision `i` (kernel chose `k`) earlier or later make us choose `k`?
-fn try_explain(c: &Converted, i: usize, k: u64, ours: Option<u64>, o: &CompareOptions) -> Option<&'static str> {
+fn try_explain(
+    c: &Converted,
+    i: usize,
+    k: u64,
+    ours: Option<u64>,
+    o: &CompareOptions,
+) -> Option<&'static str> {
     // Swapped issue order: what we chose, the kernel issued shortly after.
     if let Some(x) = ours {
         // A burst of issues with nothing in between was pulled as one list (or parked

@@ -136,7 +136,11 @@ fn parse_ts(s: &str) -> Option<u64> {
     if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let mut f: u64 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
+    let mut f: u64 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().ok()?
+    };
     for _ in frac.len()..9 {
         f *= 10;
     }
@@ -152,7 +156,10 @@ fn field<'a>(rest: &'a str, key: &str) -> Option<&'a str> {
 
 /// Parse the block event payload: `7,0 R 4096 () 1976 + 8 be,0,0 [fio]` (insert,
 /// issue, merge) or `7,0 R () 1976 + 8 be,0,0 [0]` (complete, requeue).
-fn parse_block(rest: &str) -> Result<((u32, u32), String, u64, u32, IoClass, u8), String> {
+/// Device, RWBS, sector, sector count, ioprio class and level of a block event.
+type BlockFields = ((u32, u32), String, u64, u32, IoClass, u8);
+
+fn parse_block(rest: &str) -> Result<BlockFields, String> {
     let open = rest.find('(').ok_or("no '(' in block event")?;
     let close = rest[open..].find(')').ok_or("no ')' in block event")? + open;
     let head: Vec<&str> = rest[..open].split_whitespace().collect();
@@ -325,7 +332,10 @@ mod tests {
         assert_eq!(kt.events.len(), 3);
         let e = &kt.events[0];
         assert_eq!((e.pid, e.cpu, e.kind), (14589, 0, BlockKind::Insert));
-        assert_eq!((e.sector, e.nr_sectors, e.class, e.level), (1976, 8, IoClass::Be, 0));
+        assert_eq!(
+            (e.sector, e.nr_sectors, e.class, e.level),
+            (1976, 8, IoClass::Be, 0)
+        );
         assert_eq!(kt.events[1].class, IoClass::Rt);
         assert_eq!(kt.events[1].dir(), Some(Dir::Write));
         assert_eq!(kt.events[1].flags(), (false, "S"));
