@@ -17,3 +17,6 @@ pub mod report;
 pub mod runner;
 pub mod simulate;
 pub mod stats;
+
+pub mod kernel_trace;
+pub mod replay;

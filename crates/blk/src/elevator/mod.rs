@@ -181,6 +181,15 @@ pub trait Elevator {
     /// into another request).
     fn finish_request(&mut self, ctx: &mut ElvCtx, rq: RqId);
 
+    /// Replay support (`iosched kernel-trace compare`): take the queued request `rq`
+    /// out now as if [`Elevator::dispatch_request`] had chosen it, updating the same
+    /// state a real dispatch of it would (batch, direction, position, counters), so a
+    /// replay can continue from the kernel's choice after a disagreement. Returns false
+    /// (and changes nothing) when the scheduler does not support it.
+    fn force_dispatch(&mut self, _ctx: &mut ElvCtx, _rq: RqId) -> bool {
+        false
+    }
+
     /// When the scheduler wants [`Elevator::timer_fired`] called, if at all.
     fn next_timer(&self) -> Option<Ns> {
         None

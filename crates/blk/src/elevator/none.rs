@@ -67,6 +67,19 @@ impl Elevator for NoneSched {
         None
     }
 
+    fn force_dispatch(&mut self, _ctx: &mut ElvCtx, rq: RqId) -> bool {
+        let n = self.ctx_lists.len();
+        for (cpu, l) in self.ctx_lists.iter_mut().enumerate() {
+            if let Some(pos) = l.iter().position(|&r| r == rq) {
+                l.remove(pos);
+                self.queued -= 1;
+                self.dispatch_from = (cpu + 1) % n;
+                return true;
+            }
+        }
+        false
+    }
+
     fn has_work(&self, _ctx: &ElvCtx) -> bool {
         self.queued > 0
     }

@@ -843,6 +843,45 @@ impl Elevator for MqDeadline {
         None
     }
 
+    /// Replay support: take `rq` out as the kernel's dispatch of it would. The
+    /// kernel's path to it is not recorded, so the batch bookkeeping assumes the most
+    /// plausible one: a continuation of the current batch when `rq` is that batch's
+    /// next request, else a new batch in its direction (counting `starved` as a
+    /// direction choice would).
+    fn force_dispatch(&mut self, ctx: &mut ElvCtx, rq: RqId) -> bool {
+        let Some(d) = self.rqs.get(rq.index()).copied() else {
+            return false;
+        };
+        match d.place {
+            Place::Out => false,
+            Place::Dispatch => {
+                self.dispatch.retain(|&r| r != rq);
+                self.start_request(ctx, rq);
+                true
+            }
+            Place::Queued => {
+                let (lv, dir) = (d.level as usize, d.dir as usize);
+                let continues = dir == self.last_dir
+                    && self.batching < self.fifo_batch as u32
+                    && self.next_rq(lv, dir) == Some(rq);
+                if !continues {
+                    if dir == WRITE {
+                        self.starved = 0;
+                    } else if !self.levels[lv].fifo[WRITE].is_empty() {
+                        self.starved = self.starved.wrapping_add(1);
+                    }
+                    self.last_dir = dir;
+                    self.batching = 0;
+                }
+                self.batching += 1;
+                self.remove_request(ctx, rq);
+                self.start_request(ctx, rq);
+                self.last_decision = None;
+                true
+            }
+        }
+    }
+
     /// `dd_has_work`.
     fn has_work(&self, _ctx: &ElvCtx) -> bool {
         !self.dispatch.is_empty() || self.on_fifos > 0

@@ -1,0 +1,545 @@
+//! `iosched kernel-trace record|compare`: record the running kernel's scheduler
+//! decisions on a loop device with tracefs, and compare ours with them.
+
+use anyhow::{anyhow, bail, Context, Result};
+use sim::kernel_trace::{self, CompareOptions};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Record the running kernel's I/O scheduler decisions, or compare ours with a recording.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+iosched kernel-trace record --out rr.txt --set fifo_batch=1 -- --name=rr --rw=randread \
+--ioengine=libaio --iodepth=32 --bs=4k --direct=1 --io_size=4M\n  \
+iosched kernel-trace compare rr.txt --sched mq-deadline")]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Sub,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Sub {
+    Record(RecordArgs),
+    Compare(CompareArgs),
+}
+
+/// Record block and timer events while fio runs against a scratch loop device
+/// (needs root, tracefs, fio and loop devices; everything set up is torn down again,
+/// also on error or Ctrl-C).
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Example:\n  iosched kernel-trace record --out w.txt --sched mq-deadline \
+--set write_expire=100 -- --name=w --rw=randwrite --ioengine=libaio --iodepth=64 --bs=4k \
+--direct=1 --io_size=2M\n\n--filename=/dev/loopN is put before the fio arguments (a global option)."
+)]
+pub struct RecordArgs {
+    /// Where to write the trace text.
+    #[arg(long)]
+    out: PathBuf,
+    /// Scheduler to attach to the loop device.
+    #[arg(long, default_value = "mq-deadline")]
+    sched: String,
+    /// A tunable to write to queue/iosched/ (repeatable), e.g. `fifo_batch=1`.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+    /// Size of the scratch file backing the loop device (K, M, G suffixes).
+    #[arg(long, default_value = "256M")]
+    size: String,
+    /// Write queue/nr_requests.
+    #[arg(long)]
+    nr_requests: Option<u32>,
+    /// tracefs buffer size per CPU, in KiB.
+    #[arg(long, default_value_t = 131072)]
+    buffer_kb: u64,
+    /// Directory for the scratch file.
+    #[arg(long, default_value = "/var/tmp")]
+    scratch_dir: PathBuf,
+    /// fio arguments (after `--`).
+    #[arg(last = true, required = true)]
+    fio: Vec<String>,
+}
+
+/// Replay a recording through one of our schedulers and report how many of the
+/// kernel's decisions it reproduces, exactly and with tracing artefacts explained.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Example:\n  iosched kernel-trace compare \
+crates/sim/tests/data/kt-randread-fb1.txt --sched mq-deadline --show 3")]
+pub struct CompareArgs {
+    /// The recorded trace.
+    trace: PathBuf,
+    /// Our scheduler to compare.
+    #[arg(long, default_value = "mq-deadline")]
+    sched: String,
+    /// Override the HZ the recording names.
+    #[arg(long)]
+    hz: Option<u32>,
+    /// Also write the converted conformance trace here (runnable by sched-replay).
+    #[arg(long, value_name = "FILE")]
+    emit_conformance: Option<PathBuf>,
+    /// Also write the kernel's answers here, in sched-replay's output format.
+    #[arg(long, value_name = "FILE")]
+    emit_expected: Option<PathBuf>,
+    /// Do not try to explain disagreements (faster on long traces).
+    #[arg(long)]
+    no_explain: bool,
+    /// How many disagreements to show with context.
+    #[arg(long, default_value_t = 5)]
+    show: usize,
+    /// Print the figures as one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Run the subcommand.
+pub fn run(args: Args) -> Result<()> {
+    match args.cmd {
+        Sub::Record(a) => record(a),
+        Sub::Compare(a) => compare(a),
+    }
+}
+
+fn compare(a: CompareArgs) -> Result<()> {
+    let name = a.trace.display().to_string();
+    let text = fs::read_to_string(&a.trace).with_context(|| format!("cannot read {name}"))?;
+    let (kt, fit, conv) = kernel_trace::load(&text, &a.sched, a.hz);
+    if kt.events.is_empty() {
+        bail!("{name}: no block events found (is this a tracefs recording?)");
+    }
+    if let Some(p) = &a.emit_conformance {
+        fs::write(p, conv.to_trace_text()).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &a.emit_expected {
+        fs::write(p, conv.expected_text()).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let opts = CompareOptions {
+        explain: !a.no_explain,
+        ..Default::default()
+    };
+    let rep = kernel_trace::compare(&conv, &opts).map_err(|e| anyhow!("{name}: {e}"))?;
+    let mut by: Vec<(&str, usize)> = Vec::new();
+    for d in &rep.disagreements {
+        let k = d.explanation.unwrap_or("unexplained");
+        match by.iter_mut().find(|(n, _)| *n == k) {
+            Some(e) => e.1 += 1,
+            None => by.push((k, 1)),
+        }
+    }
+    let mut out = String::new();
+    if a.json {
+        let v = serde_json::json!({
+            "trace": name,
+            "sched": a.sched,
+            "recorded_sched": kt.meta.sched,
+            "hz": conv.header.hz,
+            "decisions": rep.decisions,
+            "exact": rep.exact,
+            "explained": rep.explained,
+            "exact_pct": rep.exact_pct(),
+            "explained_pct": rep.explained_pct(),
+            "missing": rep.missing,
+            "stopped": rep.stopped,
+            "by_explanation": by.iter().map(|(k, n)| (k.to_string(), serde_json::Value::from(*n))).collect::<serde_json::Map<_, _>>(),
+        });
+        out.push_str(&v.to_string());
+        out.push('\n');
+    } else {
+        let st = &conv.stats;
+        out.push_str(&format!(
+            "trace: {name} (recorded with {}, HZ {}, tunables: {})\n",
+            kt.meta.sched.as_deref().unwrap_or("unknown scheduler"),
+            conv.header.hz,
+            if conv.header.tunables.is_empty() {
+                "defaults".to_string()
+            } else {
+                conv.header
+                    .tunables
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+        ));
+        out.push_str(&format!(
+            "jiffies fit: {}/{} timer samples agree\n",
+            fit.agree, fit.samples
+        ));
+        out.push_str(&format!(
+            "events: {}; skipped: {} unmatched issues, {} unmatched completions, {} data-less; \
+             {} request merges, {} insert merges, {} grown by bio merges, {} requeues\n",
+            st.events,
+            st.unmatched_issues,
+            st.unmatched_completes,
+            st.no_data,
+            st.request_merges,
+            st.insert_merges,
+            st.grown,
+            st.requeues
+        ));
+        out.push_str(&format!("decisions: {}\n", rep.decisions));
+        out.push_str(&format!("exact: {} ({:.2}%)\n", rep.exact, rep.exact_pct()));
+        out.push_str(&format!(
+            "exact or explained: {} ({:.2}%)\n",
+            rep.exact + rep.explained,
+            rep.explained_pct()
+        ));
+        for (k, n) in &by {
+            out.push_str(&format!("  {k}: {n}\n"));
+        }
+        if rep.missing > 0 {
+            out.push_str(&format!(
+                "not compared: {} (the kernel's request was merged away in our replay)\n",
+                rep.missing
+            ));
+        }
+        if let Some(s) = &rep.stopped {
+            out.push_str(&format!("stopped early: {s}\n"));
+        }
+        for d in rep.disagreements.iter().take(a.show) {
+            out.push_str(&format!(
+                "\ndecision {} at t={}ns: kernel issued {}, {} chose {} ({})\n",
+                d.decision,
+                d.t,
+                d.kernel,
+                a.sched,
+                d.ours.map_or("nothing".to_string(), |x| x.to_string()),
+                d.explanation.unwrap_or("unexplained")
+            ));
+            for l in kernel_trace::compare::context(&conv, d, opts.context) {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+    }
+    std::io::stdout().write_all(out.as_bytes())?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------- recording
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+const EVENTS: [&str; 7] = [
+    "block/block_rq_insert",
+    "block/block_rq_issue",
+    "block/block_rq_complete",
+    "block/block_rq_merge",
+    "block/block_rq_requeue",
+    "timer/timer_start",
+    "timer/timer_expire_entry",
+];
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+fn check_interrupted() -> Result<()> {
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        bail!("interrupted");
+    }
+    Ok(())
+}
+
+/// Everything set up for a recording; dropping it tears it all down (best effort,
+/// each step independent), so errors, panics and Ctrl-C all leave the machine clean.
+#[derive(Default)]
+struct Recording {
+    mounted_tracefs: bool,
+    tracing_touched: bool,
+    old_buffer_kb: Option<String>,
+    old_overwrite: Option<String>,
+    loopdev: Option<String>,
+    scratch: Option<PathBuf>,
+}
+
+fn write_attr(path: impl AsRef<Path>, val: &str) -> Result<()> {
+    let p = path.as_ref();
+    fs::write(p, val).with_context(|| format!("writing '{}' to {}", val.trim(), p.display()))
+}
+
+fn read_attr(path: impl AsRef<Path>) -> Result<String> {
+    let p = path.as_ref();
+    Ok(fs::read_to_string(p)
+        .with_context(|| format!("reading {}", p.display()))?
+        .trim()
+        .to_string())
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        if self.tracing_touched {
+            let _ = fs::write(format!("{TRACEFS}/tracing_on"), "0");
+            for e in EVENTS {
+                let _ = fs::write(format!("{TRACEFS}/events/{e}/enable"), "0");
+                let _ = fs::write(format!("{TRACEFS}/events/{e}/filter"), "0");
+            }
+            let _ = fs::write(format!("{TRACEFS}/trace"), "");
+            if let Some(v) = &self.old_overwrite {
+                let _ = fs::write(format!("{TRACEFS}/options/overwrite"), v);
+            }
+            if let Some(v) = &self.old_buffer_kb {
+                // "7 (expanded: 1408)" style values: keep the number only.
+                let n: String = v.chars().take_while(|c| c.is_ascii_digit()).collect();
+                if !n.is_empty() {
+                    let _ = fs::write(format!("{TRACEFS}/buffer_size_kb"), n);
+                }
+            }
+        }
+        if let Some(dev) = &self.loopdev {
+            let _ = Command::new("losetup").arg("-d").arg(dev).status();
+        }
+        if let Some(f) = &self.scratch {
+            let _ = fs::remove_file(f);
+        }
+        if self.mounted_tracefs {
+            let _ = Command::new("umount").arg(TRACEFS).status();
+        }
+    }
+}
+
+fn parse_size(s: &str) -> Result<u64> {
+    let s = s.trim();
+    let (num, mul) = match s.chars().last() {
+        Some('K') | Some('k') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M') | Some('m') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') | Some('g') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| anyhow!("bad --size '{s}' (e.g. 256M)"))?;
+    if n == 0 {
+        bail!("--size must be positive");
+    }
+    Ok(n * mul)
+}
+
+fn kernel_hz() -> Option<u32> {
+    let rel = read_attr("/proc/sys/kernel/osrelease").ok()?;
+    let cfg = fs::read_to_string(format!("/boot/config-{rel}"))
+        .ok()
+        .or_else(|| {
+            let o = Command::new("zcat").arg("/proc/config.gz").output().ok()?;
+            o.status
+                .success()
+                .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+        })?;
+    cfg.lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn record(a: RecordArgs) -> Result<()> {
+    if !is_root() {
+        bail!("kernel-trace record needs root (loop devices, tracefs, sysfs writes)");
+    }
+    let fio_ok = Command::new("fio")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !fio_ok {
+        bail!("fio not found in PATH (install it, e.g. apt-get install fio)");
+    }
+    let size = parse_size(&a.size)?;
+    let mut sets = Vec::new();
+    for s in &a.set {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--set '{s}': expected NAME=VALUE"))?;
+        if k.is_empty() || k.contains('/') || k.contains("..") {
+            bail!("--set '{s}': bad tunable name");
+        }
+        sets.push((k.to_string(), v.to_string()));
+    }
+    // SAFETY: installing an async-signal-safe handler that only stores an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    let mut rec = Recording::default();
+    let res = record_inner(&a, size, &sets, &mut rec);
+    drop(rec);
+    res
+}
+
+fn record_inner(
+    a: &RecordArgs,
+    size: u64,
+    sets: &[(String, String)],
+    rec: &mut Recording,
+) -> Result<()> {
+    // tracefs
+    if !Path::new(TRACEFS).join("events").exists() {
+        let ok = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", TRACEFS])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok || !Path::new(TRACEFS).join("events").exists() {
+            bail!("tracefs is not available at {TRACEFS} and could not be mounted");
+        }
+        rec.mounted_tracefs = true;
+    }
+    for e in EVENTS {
+        if !Path::new(TRACEFS).join("events").join(e).exists() {
+            bail!("tracepoint {e} is not available in this kernel");
+        }
+    }
+    check_interrupted()?;
+    // scratch file and loop device
+    let scratch = a
+        .scratch_dir
+        .join(format!("iosched-kernel-trace-{}.img", std::process::id()));
+    {
+        let f = fs::File::create(&scratch)
+            .with_context(|| format!("creating scratch file {}", scratch.display()))?;
+        rec.scratch = Some(scratch.clone());
+        f.set_len(size)?;
+    }
+    let o = Command::new("losetup")
+        .args(["--direct-io=on", "-f", "--show"])
+        .arg(&scratch)
+        .output()
+        .context("running losetup")?;
+    if !o.status.success() {
+        bail!(
+            "losetup failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    rec.loopdev = Some(dev.clone());
+    let base = dev.trim_start_matches("/dev/").to_string();
+    let q = PathBuf::from(format!("/sys/block/{base}/queue"));
+    let majmin = read_attr(format!("/sys/block/{base}/dev"))?;
+    let (maj, min) = majmin
+        .split_once(':')
+        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
+        .ok_or_else(|| anyhow!("unexpected dev '{majmin}' for {dev}"))?;
+    // scheduler, tunables
+    write_attr(q.join("scheduler"), &a.sched)?;
+    let cur = read_attr(q.join("scheduler"))?;
+    if !cur.contains(&format!("[{}]", a.sched)) {
+        bail!("could not select scheduler '{}' (have: {cur})", a.sched);
+    }
+    if let Some(n) = a.nr_requests {
+        write_attr(q.join("nr_requests"), &n.to_string())?;
+    }
+    for (k, v) in sets {
+        let p = q.join("iosched").join(k);
+        if !p.exists() {
+            bail!("scheduler '{}' has no tunable '{k}'", a.sched);
+        }
+        write_attr(p, v)?;
+    }
+    check_interrupted()?;
+    // tracing
+    rec.tracing_touched = true;
+    rec.old_buffer_kb = read_attr(format!("{TRACEFS}/buffer_size_kb")).ok();
+    rec.old_overwrite = read_attr(format!("{TRACEFS}/options/overwrite")).ok();
+    write_attr(format!("{TRACEFS}/tracing_on"), "0")?;
+    write_attr(format!("{TRACEFS}/trace"), "")?;
+    write_attr(format!("{TRACEFS}/options/overwrite"), "0")?;
+    write_attr(
+        format!("{TRACEFS}/buffer_size_kb"),
+        &a.buffer_kb.to_string(),
+    )?;
+    let devt = ((maj as u64) << 20) | min as u64;
+    for e in EVENTS {
+        if e.starts_with("block/") {
+            write_attr(
+                format!("{TRACEFS}/events/{e}/filter"),
+                &format!("dev == {devt}"),
+            )?;
+        }
+        write_attr(format!("{TRACEFS}/events/{e}/enable"), "1")?;
+    }
+    write_attr(format!("{TRACEFS}/tracing_on"), "1")?;
+    // fio
+    let mut fio = Command::new("fio");
+    // Global options go before the first --name, so the device applies to every job.
+    fio.arg(format!("--filename={dev}")).args(&a.fio);
+    let fio_out = fio.output().context("running fio")?;
+    write_attr(format!("{TRACEFS}/tracing_on"), "0")?;
+    check_interrupted()?;
+    if !fio_out.status.success() {
+        bail!(
+            "fio failed ({}): {}",
+            fio_out.status,
+            String::from_utf8_lossy(&fio_out.stderr).trim()
+        );
+    }
+    // save: header with what was in effect, read back from sysfs, then the trace
+    let mut hdr = String::new();
+    hdr.push_str("# iosched: format=kernel-trace 1\n");
+    if let Some(hz) = kernel_hz() {
+        hdr.push_str(&format!("# iosched: hz={hz}\n"));
+    } else {
+        eprintln!("warning: could not read CONFIG_HZ; compare will need --hz");
+    }
+    if let Ok(r) = read_attr("/proc/sys/kernel/osrelease") {
+        hdr.push_str(&format!("# iosched: kernel={r}\n"));
+    }
+    hdr.push_str(&format!("# iosched: device={dev}\n"));
+    hdr.push_str(&format!("# iosched: dev={maj},{min}\n"));
+    hdr.push_str(&format!("# iosched: sched={}\n", a.sched));
+    hdr.push_str(&format!(
+        "# iosched: nr_requests={}\n",
+        read_attr(q.join("nr_requests"))?
+    ));
+    for attr in ["max_sectors_kb", "max_segments", "nomerges"] {
+        if let Ok(v) = read_attr(q.join(attr)) {
+            hdr.push_str(&format!("# iosched: {attr}={v}\n"));
+        }
+    }
+    let mut names: Vec<String> = fs::read_dir(q.join("iosched"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for n in names {
+        if let Ok(v) = read_attr(q.join("iosched").join(&n)) {
+            hdr.push_str(&format!("# iosched: tunable.{n}={v}\n"));
+        }
+    }
+    hdr.push_str(&format!("# iosched: fio={}\n", a.fio.join(" ")));
+    let mut out =
+        fs::File::create(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    out.write_all(hdr.as_bytes())?;
+    let mut tr = fs::File::open(format!("{TRACEFS}/trace")).context("opening trace")?;
+    std::io::copy(&mut tr, &mut out).context("saving trace")?;
+    out.flush()?;
+    drop(out);
+    // tracefs reports lost events in its header: say so, the start must be complete.
+    let head = fs::read_to_string(&a.out).unwrap_or_default();
+    if let Some(l) = head
+        .lines()
+        .take(40)
+        .find(|l| l.contains("entries-in-buffer/entries-written"))
+    {
+        if let Some((x, y)) = l
+            .split(": ")
+            .nth(1)
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|w| w.split_once('/'))
+        {
+            if x != y {
+                eprintln!("warning: tracefs dropped events ({x} of {y} kept); raise --buffer-kb");
+            }
+        }
+    }
+    eprintln!("recorded {} ({dev}, {})", a.out.display(), a.sched);
+    Ok(())
+}

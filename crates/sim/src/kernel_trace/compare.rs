@@ -1,0 +1,325 @@
+//! Replaying a converted kernel trace decision by decision.
+//!
+//! Each dispatch op is one decision: our scheduler, in the state the kernel's own
+//! earlier decisions led to, is asked once; it agrees *exactly* when it returns the
+//! request the kernel issued. After a disagreement the replay continues from the
+//! kernel's choice: the scheduler is rebuilt by replaying every op so far with each
+//! dispatch forced to the kernel's choice ([`Elevator::force_dispatch`]). The
+//! [`Elevator`] trait has no way to undo a dispatch or to copy a scheduler, so a
+//! rebuild from the start is the only sound way back; it costs one pass over the
+//! prefix per disagreement.
+//!
+//! An issue event is not a decision (see `docs/validation.md`): list pulls, parked
+//! requests and two dispatchers move the instant of a decision relative to the
+//! inserts and completions around it, or swap issue order. A disagreement counts as
+//! *explained* when
+//! - our choice is what the kernel issued within the next few issues (issue order
+//!   swapped), or
+//! - our scheduler picks the kernel's request when the decision is moved before some
+//!   of the inserts/completions since the previous issues (decided earlier, issued
+//!   later), or after some of the following ones (decided later).
+//!
+//! [`Elevator`]: blk::elevator::Elevator
+//! [`Elevator::force_dispatch`]: blk::elevator::Elevator::force_dispatch
+
+use super::convert::Converted;
+use crate::replay::{OpKind, Replayer, TraceOp};
+
+/// Knobs of a comparison.
+#[derive(Debug, Clone, Copy)]
+pub struct CompareOptions {
+    /// Try the explanations (costs up to `2 * window + 1` replays per disagreement).
+    pub explain: bool,
+    /// How many inserts/completions a decision may move across.
+    pub window: usize,
+    /// How many later issues a swapped order may reach (at least the rest of the
+    /// current burst of back-to-back issues).
+    pub swap: usize,
+    /// Ops shown before and after a disagreement.
+    pub context: usize,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            explain: true,
+            window: 8,
+            swap: 4,
+            context: 3,
+        }
+    }
+}
+
+/// One decision where our scheduler and the kernel differ.
+#[derive(Debug, Clone)]
+pub struct Disagreement {
+    /// Index of the dispatch op in the converted trace.
+    pub op_index: usize,
+    /// Decision number (0-based).
+    pub decision: usize,
+    /// Time of the issue (ns from the start of the trace).
+    pub t: u64,
+    /// What the kernel issued.
+    pub kernel: u64,
+    /// What our scheduler chose.
+    pub ours: Option<u64>,
+    /// Which mechanism explains it, if any.
+    pub explanation: Option<&'static str>,
+}
+
+/// The outcome of a comparison.
+#[derive(Debug, Clone, Default)]
+pub struct CompareReport {
+    /// Decisions compared.
+    pub decisions: usize,
+    /// Decisions where we chose exactly the kernel's request.
+    pub exact: usize,
+    /// Disagreements explained by a tracing artefact.
+    pub explained: usize,
+    /// All disagreements, in order.
+    pub disagreements: Vec<Disagreement>,
+    /// Decisions where the kernel's request was not queued in our scheduler (our
+    /// insert merge absorbed it); skipped.
+    pub missing: usize,
+    /// Set when the comparison had to stop early (e.g. the scheduler cannot be forced).
+    pub stopped: Option<String>,
+}
+
+impl CompareReport {
+    /// Share of exact agreement, in percent.
+    pub fn exact_pct(&self) -> f64 {
+        pct(self.exact, self.decisions)
+    }
+    /// Share of exact or explained agreement, in percent.
+    pub fn explained_pct(&self) -> f64 {
+        pct(self.exact + self.explained, self.decisions)
+    }
+}
+
+fn pct(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        100.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
+}
+
+fn forced_ok(r: &mut Replayer, op: &TraceOp, k: u64) -> Result<(), String> {
+    let queued = r.is_queued(k);
+    if !r.apply_forced(op, k)? && queued {
+        return Err(format!(
+            "scheduler '{}' cannot be forced to the kernel's choice (no force_dispatch)",
+            r.elevator().name()
+        ));
+    }
+    Ok(())
+}
+
+/// Replay `ops` with every dispatch forced to the kernel's choice.
+fn rebuild<'a>(
+    c: &Converted,
+    ops: impl IntoIterator<Item = (&'a TraceOp, Option<u64>)>,
+) -> Result<Replayer, String> {
+    let mut r = new_replayer(c)?;
+    for (op, exp) in ops {
+        match (&op.kind, exp) {
+            (OpKind::Dispatch, Some(k)) => forced_ok(&mut r, op, k)?,
+            (OpKind::Dispatch, None) => {}
+            _ => {
+                apply_tolerant(&mut r, op)?;
+            }
+        }
+    }
+    Ok(r)
+}
+
+fn new_replayer(c: &Converted) -> Result<Replayer, String> {
+    let mut r = Replayer::new(&c.header)?;
+    r.set_merge_limits(c.merge_limits);
+    Ok(r)
+}
+
+/// Apply a non-dispatch op; the completion of a request our insert merge absorbed
+/// (the kernel did not merge it) is skipped: it left with the request it joined.
+fn apply_tolerant(r: &mut Replayer, op: &TraceOp) -> Result<bool, String> {
+    if let OpKind::Complete { id, .. } = op.kind {
+        if r.is_merged_away(id) {
+            return Ok(false);
+        }
+    }
+    r.apply(op)?;
+    Ok(true)
+}
+
+fn prefix(c: &Converted, end: usize) -> impl Iterator<Item = (&TraceOp, Option<u64>)> {
+    c.ops[..end].iter().zip(c.expected[..end].iter().copied())
+}
+
+/// Does moving decision `i` (kernel chose `k`) earlier or later make us choose `k`?
+fn try_explain(
+    c: &Converted,
+    i: usize,
+    k: u64,
+    ours: Option<u64>,
+    o: &CompareOptions,
+) -> Option<&'static str> {
+    // Swapped issue order: what we chose, the kernel issued shortly after.
+    if let Some(x) = ours {
+        // A burst of issues with nothing in between was pulled as one list (or parked
+        // and issued together): any order within it is the same decision block.
+        let burst = c.ops[i + 1..]
+            .iter()
+            .take_while(|op| matches!(op.kind, OpKind::Dispatch))
+            .count();
+        let later = c.expected[i + 1..]
+            .iter()
+            .filter_map(|e| *e)
+            .take(o.swap.max(burst))
+            .any(|e| e == x);
+        if later {
+            return Some("issue order swapped");
+        }
+    }
+    let is_dispatch = |j: usize| matches!(c.ops[j].kind, OpKind::Dispatch);
+    let inserts_k = |j: usize| matches!(&c.ops[j].kind, OpKind::Insert(ins) if ins.id == k);
+    // Decided earlier: move decision i (and the issues between) before the last m
+    // inserts/completions.
+    let mut moved = 0;
+    let mut s = i;
+    while moved < o.window && s > 0 {
+        s -= 1;
+        if is_dispatch(s) {
+            continue;
+        }
+        if inserts_k(s) {
+            break;
+        }
+        moved += 1;
+        let (t, jiffies) = (c.ops[s].t, c.ops[s].jiffies);
+        let mut r = rebuild(c, prefix(c, s)).ok()?;
+        let mut ok = true;
+        for j in s..i {
+            if is_dispatch(j) {
+                let op = TraceOp {
+                    t,
+                    jiffies,
+                    kind: OpKind::Dispatch,
+                };
+                if let Some(kk) = c.expected[j] {
+                    if forced_ok(&mut r, &op, kk).is_err() {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+        }
+        if !ok {
+            break;
+        }
+        let op = TraceOp {
+            t,
+            jiffies,
+            kind: OpKind::Dispatch,
+        };
+        if let Ok(Some(Some(got))) = r.apply(&op) {
+            if got == k {
+                return Some("decided before recent inserts/completions");
+            }
+        }
+    }
+    // Decided later: after the next m inserts/completions (up to the next issue).
+    let mut e = i + 1;
+    let mut m = 0;
+    while m < o.window && e < c.ops.len() && !is_dispatch(e) {
+        e += 1;
+        m += 1;
+        let mut r = rebuild(c, prefix(c, i)).ok()?;
+        for op in &c.ops[i + 1..e] {
+            apply_tolerant(&mut r, op).ok()?;
+        }
+        let last = &c.ops[e - 1];
+        let op = TraceOp {
+            t: last.t,
+            jiffies: last.jiffies,
+            kind: OpKind::Dispatch,
+        };
+        if let Ok(Some(Some(got))) = r.apply(&op) {
+            if got == k {
+                return Some("decided after following inserts/completions");
+            }
+        }
+    }
+    None
+}
+
+/// Compare our scheduler with the kernel's decisions in `c`.
+pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, String> {
+    let mut rep = CompareReport::default();
+    let mut r = new_replayer(c)?;
+    for (i, op) in c.ops.iter().enumerate() {
+        let Some(k) = c.expected[i] else {
+            apply_tolerant(&mut r, op)
+                .map_err(|e| format!("op {} (trace line {}): {e}", i + 1, c.source_line[i]))?;
+            continue;
+        };
+        if !r.is_queued(k) {
+            // Our insert merge absorbed it; nothing to compare. Keep the op's time.
+            rep.missing += 1;
+            continue;
+        }
+        let decision = rep.decisions;
+        rep.decisions += 1;
+        let ours = r
+            .apply(op)
+            .map_err(|e| format!("op {} (trace line {}): {e}", i + 1, c.source_line[i]))?
+            .flatten();
+        if ours == Some(k) {
+            rep.exact += 1;
+            continue;
+        }
+        let explanation = if o.explain {
+            try_explain(c, i, k, ours, o)
+        } else {
+            None
+        };
+        if explanation.is_some() {
+            rep.explained += 1;
+        }
+        rep.disagreements.push(Disagreement {
+            op_index: i,
+            decision,
+            t: op.t,
+            kernel: k,
+            ours,
+            explanation,
+        });
+        match rebuild(c, prefix(c, i + 1)) {
+            Ok(nr) => r = nr,
+            Err(e) => {
+                rep.stopped = Some(e);
+                break;
+            }
+        }
+    }
+    Ok(rep)
+}
+
+/// The ops around a disagreement, one per line, the disagreeing one marked `>>`.
+pub fn context(c: &Converted, d: &Disagreement, around: usize) -> Vec<String> {
+    let lo = d.op_index.saturating_sub(around);
+    let hi = (d.op_index + around + 1).min(c.ops.len());
+    (lo..hi)
+        .map(|j| {
+            let mark = if j == d.op_index { ">>" } else { "  " };
+            let exp = match c.expected[j] {
+                Some(k) => format!("  kernel issued {k}"),
+                None => String::new(),
+            };
+            format!(
+                "{mark} [trace line {}] {}{exp}",
+                c.source_line[j],
+                c.ops[j].to_json()
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,310 @@
+//! Turning recorded block events into a scheduler conformance trace.
+//!
+//! - `block_rq_insert` → an `insert` op with a fresh id.
+//! - `block_rq_issue` → a `dispatch` op whose expected answer is the request the
+//!   kernel issued, matched among the queued requests by direction, ioprio class and
+//!   start sector, else end sector (a front merge moved the start), else overlap.
+//!   Bio merges grow a queued request without an event; since the conversion sees the
+//!   whole trace, the request's insert op is given the geometry it had at issue.
+//! - `block_rq_complete` → a `complete` op for the in-flight request at that sector.
+//! - `block_rq_merge` of a queued request (the follow-up merge after a bio merge) →
+//!   that request's insert is dropped: it never reaches the device on its own. An
+//!   insert merge (the merged request was never inserted) needs nothing.
+//! - `block_rq_requeue` → a `complete` of the in-flight request; its re-insert is
+//!   an at-head insert with a new id (the kernel re-inserts requeued requests at head).
+//! - Issues that match no queued request (flushes and other requests that bypass the
+//!   elevator, requests inserted before the recording) are skipped and counted.
+//!
+//! Every op carries the fitted jiffies, so the replay decides on the kernel's clock.
+
+use super::fit::JiffiesFit;
+use super::parse::{BlockEvent, BlockKind, KernelTrace};
+use crate::replay::{Header, InsertOp, OpKind, TraceOp};
+use blk::merge::MergeLimits;
+use blk::types::{Dir, IoClass, ReqFlags};
+
+/// A conformance trace converted from a kernel trace, with the kernel's answers.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    /// The header (scheduler, tunables, HZ, nr_requests of the recording).
+    pub header: Header,
+    /// The recorded device's merge limits (not expressible in the header).
+    pub merge_limits: MergeLimits,
+    /// The ops.
+    pub ops: Vec<TraceOp>,
+    /// Per op: for a dispatch op, the id the kernel issued.
+    pub expected: Vec<Option<u64>>,
+    /// Per op: the line of the kernel trace it came from.
+    pub source_line: Vec<usize>,
+    /// What could not be converted.
+    pub stats: ConvertStats,
+}
+
+/// Counts of events the conversion skipped or interpreted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConvertStats {
+    /// Block events of the traced device.
+    pub events: usize,
+    /// Issues matching no queued request.
+    pub unmatched_issues: usize,
+    /// Completions matching no in-flight request.
+    pub unmatched_completes: usize,
+    /// Queued requests absorbed by a request merge (insert dropped).
+    pub request_merges: usize,
+    /// Insert merges (nothing to do).
+    pub insert_merges: usize,
+    /// Requests whose geometry changed between insert and issue (bio merges).
+    pub grown: usize,
+    /// Requeues.
+    pub requeues: usize,
+    /// Flushes and other data-less requests ignored.
+    pub no_data: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    id: u64,
+    dir: Dir,
+    class: IoClass,
+    sector: u64,
+    end: u64,
+    op_index: usize,
+}
+
+fn class_key(c: IoClass) -> IoClass {
+    // The kernel maps NONE to BE; a request keeps the class its bio carried.
+    c
+}
+
+fn flags_of(e: &BlockEvent) -> ReqFlags {
+    let (preflush, rest) = e.flags();
+    let mut f = ReqFlags::NONE;
+    if preflush {
+        f = f.with(ReqFlags::PREFLUSH);
+    }
+    for c in rest.chars() {
+        match c {
+            'F' => f = f.with(ReqFlags::FUA),
+            'S' => f = f.with(ReqFlags::SYNC),
+            'M' => f = f.with(ReqFlags::META),
+            _ => {}
+        }
+    }
+    f
+}
+
+/// Convert `kt` (events of device `dev`, or the first device seen) into a conformance
+/// trace for scheduler `sched`, timing ops from the first block event.
+pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Converted {
+    let dev = kt
+        .meta
+        .dev
+        .or_else(|| kt.events.first().map(|e| e.dev))
+        .unwrap_or((0, 0));
+    let mut header = Header::new(sched);
+    header.hz = hz;
+    if kt.meta.sched.as_deref() == Some(sched) {
+        header.tunables = kt
+            .meta
+            .tunables
+            .iter()
+            // async_depth is a tag-allocation limit: it never changes a decision, and
+            // its value depends on nr_requests, so leave it at the default.
+            .filter(|(k, _)| k != "async_depth")
+            .cloned()
+            .collect();
+    }
+    if let Some(n) = kt.meta.nr_requests {
+        header.nr_requests = n;
+    }
+    let events: Vec<&BlockEvent> = kt.events.iter().filter(|e| e.dev == dev).collect();
+    let t0 = events.first().map(|e| e.ts_ns).unwrap_or(0);
+    let mut merge_limits = MergeLimits::default();
+    if let Some(kb) = kt.meta.max_sectors_kb {
+        merge_limits.max_sectors = kb * 2;
+    }
+    if let Some(n) = kt.meta.max_segments {
+        merge_limits.max_segments = n;
+    }
+    if let Some(n) = kt.meta.nomerges {
+        merge_limits.nomerges = n;
+    }
+    let mut c = Converted {
+        header,
+        merge_limits,
+        ops: Vec::new(),
+        expected: Vec::new(),
+        source_line: Vec::new(),
+        stats: ConvertStats {
+            events: events.len(),
+            ..Default::default()
+        },
+    };
+    let mut dropped = vec![];
+    let mut queued: Vec<Pending> = Vec::new();
+    let mut inflight: Vec<Pending> = Vec::new();
+    let mut requeued: Vec<(Dir, u64)> = Vec::new();
+    let mut next_id = 1u64;
+    let mut last_t = 0u64;
+    for e in events {
+        // tracefs sorts per-CPU buffers by time; never let t go backwards anyway.
+        let t = (e.ts_ns - t0).max(last_t);
+        last_t = t;
+        let jiffies = Some(fit.jiffies_at(e.ts_ns));
+        let Some(dir) = e.dir().filter(|_| e.nr_sectors > 0) else {
+            c.stats.no_data += 1;
+            continue;
+        };
+        let class = class_key(e.class);
+        let push = |c: &mut Converted, kind: OpKind, exp: Option<u64>| {
+            c.ops.push(TraceOp { t, jiffies, kind });
+            c.expected.push(exp);
+            c.source_line.push(e.line);
+        };
+        match e.kind {
+            BlockKind::Insert => {
+                let at_head = match requeued
+                    .iter()
+                    .position(|&(d, s)| d == dir && s == e.sector)
+                {
+                    Some(p) => {
+                        requeued.remove(p);
+                        true
+                    }
+                    None => false,
+                };
+                let id = next_id;
+                next_id += 1;
+                queued.push(Pending {
+                    id,
+                    dir,
+                    class,
+                    sector: e.sector,
+                    end: e.end(),
+                    op_index: c.ops.len(),
+                });
+                let op = InsertOp {
+                    id,
+                    sector: e.sector,
+                    sectors: e.nr_sectors,
+                    dir,
+                    class: e.class,
+                    level: e.level.min(7),
+                    at_head,
+                    pid: e.pid.max(1),
+                    cpu: e.cpu.min(7),
+                    cgroup: "/".into(),
+                    flags: flags_of(e),
+                };
+                push(&mut c, OpKind::Insert(op), None);
+            }
+            BlockKind::Merge => {
+                let pos = queued.iter().position(|p| {
+                    p.dir == dir && p.class == class && p.sector == e.sector && p.end == e.end()
+                });
+                match pos {
+                    Some(p) => {
+                        let p = queued.remove(p);
+                        dropped.push(p.op_index);
+                        c.stats.request_merges += 1;
+                    }
+                    None => c.stats.insert_merges += 1,
+                }
+            }
+            BlockKind::Issue => {
+                let same = |p: &&Pending| p.dir == dir && p.class == class;
+                let pos = queued
+                    .iter()
+                    .position(|p| same(&p) && p.sector == e.sector)
+                    .or_else(|| queued.iter().position(|p| same(&p) && p.end == e.end()))
+                    .or_else(|| {
+                        queued
+                            .iter()
+                            .position(|p| same(&p) && p.sector < e.end() && e.sector < p.end)
+                    });
+                let Some(pos) = pos else {
+                    c.stats.unmatched_issues += 1;
+                    continue;
+                };
+                let mut p = queued.remove(pos);
+                if p.sector != e.sector || p.end != e.end() {
+                    c.stats.grown += 1;
+                    if let OpKind::Insert(ins) = &mut c.ops[p.op_index].kind {
+                        ins.sector = e.sector;
+                        ins.sectors = e.nr_sectors;
+                    }
+                    p.sector = e.sector;
+                    p.end = e.end();
+                }
+                let id = p.id;
+                inflight.push(p);
+                push(&mut c, OpKind::Dispatch, Some(id));
+            }
+            BlockKind::Complete | BlockKind::Requeue => {
+                let pos = inflight
+                    .iter()
+                    .position(|p| p.dir == dir && p.sector == e.sector)
+                    .or_else(|| {
+                        inflight
+                            .iter()
+                            .position(|p| p.dir == dir && p.sector < e.end() && e.sector < p.end)
+                    });
+                let Some(pos) = pos else {
+                    c.stats.unmatched_completes += 1;
+                    continue;
+                };
+                let p = inflight.remove(pos);
+                if e.kind == BlockKind::Requeue {
+                    c.stats.requeues += 1;
+                    requeued.push((dir, p.sector));
+                }
+                push(
+                    &mut c,
+                    OpKind::Complete {
+                        id: p.id,
+                        latency_ns: None,
+                    },
+                    None,
+                );
+            }
+        }
+    }
+    if !dropped.is_empty() {
+        dropped.sort_unstable();
+        let mut keep = vec![true; c.ops.len()];
+        for i in dropped {
+            keep[i] = false;
+        }
+        let mut k = keep.iter();
+        c.ops.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        c.expected.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        c.source_line.retain(|_| *k.next().unwrap());
+    }
+    c
+}
+
+impl Converted {
+    /// The conformance trace text (header and ops, one per line).
+    pub fn to_trace_text(&self) -> String {
+        let mut s = self.header.to_json();
+        s.push('\n');
+        for op in &self.ops {
+            s.push_str(&op.to_json());
+            s.push('\n');
+        }
+        s
+    }
+
+    /// The kernel's answers in `sched-replay`'s output format, for diffing.
+    pub fn expected_text(&self) -> String {
+        let mut s = String::new();
+        for (op, e) in self.ops.iter().zip(&self.expected) {
+            if let Some(id) = e {
+                s.push_str(&format!("{{\"t\":{},\"id\":{}}}\n", op.t, id));
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,30 @@
+//! Comparing our schedulers with the running kernel's (`iosched kernel-trace`).
+//!
+//! A recording (see `docs/validation.md`) is the text of tracefs with the block
+//! events `block_rq_insert`/`issue`/`complete`/`merge`/`requeue` of one loop device
+//! and the timer events `timer_start`/`timer_expire_entry`, preceded by
+//! `# iosched: key=value` lines naming HZ, the device, the scheduler and its tunables.
+//! The pipeline is [`parse::parse`] → [`fit::fit`] (jiffies from the timer events) →
+//! [`convert::convert`] (a conformance trace plus the kernel's answers) →
+//! [`compare::compare`] (decision-by-decision replay).
+
+pub mod compare;
+pub mod convert;
+pub mod fit;
+pub mod parse;
+
+pub use compare::{compare, CompareOptions, CompareReport, Disagreement};
+pub use convert::{convert, ConvertStats, Converted};
+pub use fit::{fit, JiffiesFit};
+pub use parse::{parse, BlockEvent, BlockKind, KernelTrace, TraceMeta};
+
+/// Parse a recording and convert it for scheduler `sched`; `hz` overrides the HZ the
+/// recording names (default 250 when it names none, this machine's kernel).
+pub fn load(text: &str, sched: &str, hz: Option<u32>) -> (KernelTrace, JiffiesFit, Converted) {
+    let kt = parse(text);
+    let hz = hz.or(kt.meta.hz).unwrap_or(250);
+    let first = kt.events.first().map(|e| e.ts_ns).unwrap_or(0);
+    let f = fit(&kt.samples, hz).unwrap_or_else(|| JiffiesFit::unanchored(first, hz));
+    let c = convert(&kt, sched, hz, &f);
+    (kt, f, c)
+}

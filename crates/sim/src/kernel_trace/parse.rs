@@ -1,0 +1,354 @@
+//! Parser for the text of `/sys/kernel/tracing/trace` with the block and timer
+//! events `kernel-trace record` enables, plus the `# iosched:` header lines it writes.
+
+use blk::types::{Dir, IoClass};
+
+/// Which block event a line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// `block_rq_insert`: the request entered the elevator.
+    Insert,
+    /// `block_rq_issue`: the driver got the request (`queue_rq`).
+    Issue,
+    /// `block_rq_complete`: the device finished it.
+    Complete,
+    /// `block_rq_merge`: the request was absorbed into another one.
+    Merge,
+    /// `block_rq_requeue`: the driver gave it back.
+    Requeue,
+}
+
+/// One block event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockEvent {
+    /// 1-based line in the trace file.
+    pub line: usize,
+    /// Timestamp in ns (tracefs prints µs by default).
+    pub ts_ns: u64,
+    /// CPU the event was logged on.
+    pub cpu: u32,
+    /// Task pid.
+    pub pid: u32,
+    /// The event.
+    pub kind: BlockKind,
+    /// Device major and minor.
+    pub dev: (u32, u32),
+    /// The RWBS string (`R`, `WS`, `FWFS`, ...).
+    pub rwbs: String,
+    /// Start sector.
+    pub sector: u64,
+    /// Length in sectors.
+    pub nr_sectors: u32,
+    /// I/O priority class (`none` on kernels that do not print it).
+    pub class: IoClass,
+    /// I/O priority level.
+    pub level: u8,
+}
+
+impl BlockEvent {
+    /// Data direction from RWBS, or `None` for a data-less flush (which never
+    /// reaches the elevator).
+    pub fn dir(&self) -> Option<Dir> {
+        let mut c = self.rwbs.chars().peekable();
+        // A leading F before the op letter is REQ_PREFLUSH.
+        if self.rwbs.len() > 1 && self.rwbs.starts_with('F') {
+            c.next();
+        }
+        match c.next() {
+            Some('R') => Some(Dir::Read),
+            Some('W') | Some('D') => Some(Dir::Write),
+            _ => None,
+        }
+    }
+
+    /// Flag letters after the op letter (`F` FUA, `A` ahead, `S` sync, `M` meta),
+    /// and whether the preflush prefix was present.
+    pub fn flags(&self) -> (bool, &str) {
+        let preflush = self.rwbs.len() > 1 && self.rwbs.starts_with('F');
+        let rest = if preflush {
+            &self.rwbs[1..]
+        } else {
+            &self.rwbs[..]
+        };
+        (preflush, rest.get(1..).unwrap_or(""))
+    }
+
+    /// One past the last sector.
+    pub fn end(&self) -> u64 {
+        self.sector + self.nr_sectors as u64
+    }
+}
+
+/// A sample of the kernel's jiffies at a trace timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JiffySample {
+    /// Timestamp in ns.
+    pub ts_ns: u64,
+    /// jiffies at that time (as the event saw it).
+    pub jiffies: u64,
+}
+
+/// What `kernel-trace record` wrote about the recording (`# iosched: key=value`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceMeta {
+    /// The kernel's HZ.
+    pub hz: Option<u32>,
+    /// Device major,minor traced.
+    pub dev: Option<(u32, u32)>,
+    /// Scheduler in effect.
+    pub sched: Option<String>,
+    /// Tunables in effect (sysfs names, values as read back).
+    pub tunables: Vec<(String, String)>,
+    /// `queue/nr_requests` in effect.
+    pub nr_requests: Option<u32>,
+    /// `queue/max_sectors_kb`.
+    pub max_sectors_kb: Option<u32>,
+    /// `queue/max_segments`.
+    pub max_segments: Option<u32>,
+    /// `queue/nomerges`.
+    pub nomerges: Option<u8>,
+    /// Other `key=value` lines (fio command, kernel release...).
+    pub other: Vec<(String, String)>,
+}
+
+/// A parsed trace.
+#[derive(Debug, Clone, Default)]
+pub struct KernelTrace {
+    /// Recording metadata.
+    pub meta: TraceMeta,
+    /// Block events in file order (tracefs prints them in time order).
+    pub events: Vec<BlockEvent>,
+    /// jiffies samples from the timer events.
+    pub samples: Vec<JiffySample>,
+    /// Lines that look like events but could not be parsed (line, reason).
+    pub skipped: Vec<(usize, String)>,
+}
+
+fn parse_dev(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once(',')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// `secs.fraction` → ns, for any number of fraction digits up to 9.
+fn parse_ts(s: &str) -> Option<u64> {
+    let (sec, frac) = s.split_once('.').unwrap_or((s, ""));
+    let sec: u64 = sec.parse().ok()?;
+    if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut f: u64 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().ok()?
+    };
+    for _ in frac.len()..9 {
+        f *= 10;
+    }
+    Some(sec * 1_000_000_000 + f)
+}
+
+fn field<'a>(rest: &'a str, key: &str) -> Option<&'a str> {
+    let pos = rest.find(key)?;
+    let v = &rest[pos + key.len()..];
+    let end = v.find([' ', ']']).unwrap_or(v.len());
+    Some(&v[..end])
+}
+
+/// Parse the block event payload: `7,0 R 4096 () 1976 + 8 be,0,0 [fio]` (insert,
+/// issue, merge) or `7,0 R () 1976 + 8 be,0,0 [0]` (complete, requeue).
+/// Device, RWBS, sector, sector count, ioprio class and level of a block event.
+type BlockFields = ((u32, u32), String, u64, u32, IoClass, u8);
+
+fn parse_block(rest: &str) -> Result<BlockFields, String> {
+    let open = rest.find('(').ok_or("no '(' in block event")?;
+    let close = rest[open..].find(')').ok_or("no ')' in block event")? + open;
+    let head: Vec<&str> = rest[..open].split_whitespace().collect();
+    if head.len() < 2 {
+        return Err("block event lacks device and RWBS".into());
+    }
+    let dev = parse_dev(head[0]).ok_or_else(|| format!("bad device '{}'", head[0]))?;
+    let rwbs = head[1].to_string();
+    let tail: Vec<&str> = rest[close + 1..].split_whitespace().collect();
+    if tail.len() < 3 || tail[1] != "+" {
+        return Err("block event lacks 'SECTOR + COUNT'".into());
+    }
+    let sector = tail[0]
+        .parse()
+        .map_err(|_| format!("bad sector '{}'", tail[0]))?;
+    let nr = tail[2]
+        .parse()
+        .map_err(|_| format!("bad sector count '{}'", tail[2]))?;
+    let (mut class, mut level) = (IoClass::None, 4);
+    if let Some(p) = tail.get(3).filter(|p| !p.starts_with('[')) {
+        let parts: Vec<&str> = p.split(',').collect();
+        if parts.len() == 3 {
+            class = IoClass::from_name(parts[0]).ok_or_else(|| format!("bad ioprio '{p}'"))?;
+            level = parts[2].parse().map_err(|_| format!("bad ioprio '{p}'"))?;
+        }
+    }
+    Ok((dev, rwbs, sector, nr, class, level))
+}
+
+/// Parse the whole text of a recorded trace.
+pub fn parse(text: &str) -> KernelTrace {
+    let mut kt = KernelTrace::default();
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        if let Some(h) = raw.strip_prefix("# iosched:") {
+            if let Some((k, v)) = h.trim().split_once('=') {
+                let (k, v) = (k.trim(), v.trim());
+                match k {
+                    "hz" => kt.meta.hz = v.parse().ok(),
+                    "dev" => kt.meta.dev = parse_dev(v),
+                    "sched" => kt.meta.sched = Some(v.to_string()),
+                    "nr_requests" => kt.meta.nr_requests = v.parse().ok(),
+                    "max_sectors_kb" => kt.meta.max_sectors_kb = v.parse().ok(),
+                    "max_segments" => kt.meta.max_segments = v.parse().ok(),
+                    "nomerges" => kt.meta.nomerges = v.parse().ok(),
+                    _ => {
+                        if let Some(t) = k.strip_prefix("tunable.") {
+                            kt.meta.tunables.push((t.to_string(), v.to_string()));
+                        } else {
+                            kt.meta.other.push((k.to_string(), v.to_string()));
+                        }
+                    }
+                }
+            }
+            continue;
+        }
+        if raw.starts_with('#') || raw.trim().is_empty() {
+            continue;
+        }
+        // "TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: PAYLOAD"; the task name may hold
+        // spaces and dashes, so anchor on the "[NNN]" CPU field.
+        let Some((task, cpu, after)) = split_cpu(raw) else {
+            continue;
+        };
+        let mut it = after.splitn(2, ": ");
+        let pre = it.next().unwrap_or("");
+        let Some(rest) = it.next() else { continue };
+        let Some(ts) = pre.split_whitespace().last().and_then(parse_ts) else {
+            continue;
+        };
+        let Some((event, payload)) = rest.split_once(": ") else {
+            continue;
+        };
+        let pid = task
+            .rsplit_once('-')
+            .and_then(|(_, p)| p.parse().ok())
+            .unwrap_or(0);
+        let kind = match event {
+            "block_rq_insert" => BlockKind::Insert,
+            "block_rq_issue" => BlockKind::Issue,
+            "block_rq_complete" => BlockKind::Complete,
+            "block_rq_merge" => BlockKind::Merge,
+            "block_rq_requeue" => BlockKind::Requeue,
+            "timer_start" => {
+                // expires=J [timeout=N] → jiffies now = J − N.
+                let e = field(payload, "expires=").and_then(|v| v.parse::<u64>().ok());
+                let t = field(payload, "[timeout=").and_then(|v| v.parse::<i64>().ok());
+                if let (Some(e), Some(t)) = (e, t) {
+                    kt.samples.push(JiffySample {
+                        ts_ns: ts,
+                        jiffies: e.wrapping_sub(t as u64),
+                    });
+                }
+                continue;
+            }
+            "timer_expire_entry" => {
+                if let Some(j) = field(payload, "now=").and_then(|v| v.parse().ok()) {
+                    kt.samples.push(JiffySample {
+                        ts_ns: ts,
+                        jiffies: j,
+                    });
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        match parse_block(payload) {
+            Ok((dev, rwbs, sector, nr_sectors, class, level)) => kt.events.push(BlockEvent {
+                line: n,
+                ts_ns: ts,
+                cpu,
+                pid,
+                kind,
+                dev,
+                rwbs,
+                sector,
+                nr_sectors,
+                class,
+                level,
+            }),
+            Err(e) => kt.skipped.push((n, e)),
+        }
+    }
+    kt
+}
+
+fn split_cpu(line: &str) -> Option<(&str, u32, &str)> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while let Some(off) = line[i..].find('[') {
+        let s = i + off;
+        if let Some(len) = line[s + 1..].find(']') {
+            let inner = &line[s + 1..s + 1 + len];
+            if !inner.is_empty()
+                && inner.bytes().all(|c| c.is_ascii_digit())
+                && b.get(s + 2 + len) == Some(&b' ')
+            {
+                return Some((line[..s].trim(), inner.parse().ok()?, &line[s + 2 + len..]));
+            }
+        }
+        i = s + 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "\
+# iosched: hz=250
+# iosched: dev=7,0
+# iosched: tunable.fifo_batch=16
+           rustc-14579   [001] .Ns..   525.005569: timer_expire_entry: timer=00000000a4330550 function=process_timeout now=4295023478 baseclk=4295023478
+     rcu_preempt-15      [001] d..1.   525.006147: timer_start: timer=00000000a4330550 function=process_timeout expires=4295023479 [timeout=1] bucket_expiry=4295023480 cpu=1 idx=56 flags=
+ opt 6brjx-oh4lr-14589   [000] ...1.   525.281050: block_rq_insert: 7,0 R 4096 () 1976 + 8 be,0,0 [fio]
+             fio-14755   [000] .....   525.281055: block_rq_issue: 7,0 WS 4096 () 1976 + 8 rt,0,3 [fio]
+     ksoftirqd/1-22      [001] ..s..   525.281279: block_rq_complete: 7,0 R () 1976 + 8 be,0,0 [0]
+";
+
+    #[test]
+    fn parses_events_and_samples() {
+        let kt = parse(SAMPLE);
+        assert_eq!(kt.meta.hz, Some(250));
+        assert_eq!(kt.meta.dev, Some((7, 0)));
+        assert_eq!(kt.meta.tunables, vec![("fifo_batch".into(), "16".into())]);
+        assert_eq!(kt.samples.len(), 2);
+        assert_eq!(kt.samples[1].jiffies, 4295023478);
+        assert_eq!(kt.samples[1].ts_ns, 525_006_147_000);
+        assert_eq!(kt.events.len(), 3);
+        let e = &kt.events[0];
+        assert_eq!((e.pid, e.cpu, e.kind), (14589, 0, BlockKind::Insert));
+        assert_eq!(
+            (e.sector, e.nr_sectors, e.class, e.level),
+            (1976, 8, IoClass::Be, 0)
+        );
+        assert_eq!(kt.events[1].class, IoClass::Rt);
+        assert_eq!(kt.events[1].dir(), Some(Dir::Write));
+        assert_eq!(kt.events[1].flags(), (false, "S"));
+        assert_eq!(kt.events[2].kind, BlockKind::Complete);
+    }
+
+    #[test]
+    fn rwbs_preflush() {
+        let mut e = parse(SAMPLE).events[0].clone();
+        e.rwbs = "FWFS".into();
+        assert_eq!(e.dir(), Some(Dir::Write));
+        assert_eq!(e.flags(), (true, "FS"));
+        e.rwbs = "F".into();
+        assert_eq!(e.dir(), None);
+    }
+}
