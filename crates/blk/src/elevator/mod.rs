@@ -23,6 +23,7 @@
 //! | `finish_request` | [`Elevator::finish_request`] |
 //! | sysfs `iosched/` attributes | [`Elevator::tunables`], [`Elevator::get_tunable`], [`Elevator::set_tunable`] |
 
+pub mod kyber;
 pub mod none;
 
 use crate::merge::{MergeKind, MergeState};
@@ -223,11 +224,18 @@ impl fmt::Debug for SchedulerEntry {
 }
 
 /// Every scheduler iosched has.
-pub static SCHEDULERS: &[SchedulerEntry] = &[SchedulerEntry {
-    name: "none",
-    about: "no scheduling: requests go to the device in arrival order",
-    make: |p| Box::new(none::NoneSched::new(p)),
-}];
+pub static SCHEDULERS: &[SchedulerEntry] = &[
+    SchedulerEntry {
+        name: "none",
+        about: "no scheduling: requests go to the device in arrival order",
+        make: |p| Box::new(none::NoneSched::new(p)),
+    },
+    SchedulerEntry {
+        name: "kyber",
+        about: "token-based latency control per request type (reads, writes, discards, other)",
+        make: |p| Box::new(kyber::Kyber::new(p)),
+    },
+];
 
 /// Unknown scheduler name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
