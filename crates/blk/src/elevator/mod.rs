@@ -23,6 +23,7 @@
 //! | `finish_request` | [`Elevator::finish_request`] |
 //! | sysfs `iosched/` attributes | [`Elevator::tunables`], [`Elevator::get_tunable`], [`Elevator::set_tunable`] |
 
+pub mod kyber;
 pub mod mq_deadline;
 pub mod none;
 
@@ -243,6 +244,11 @@ pub static SCHEDULERS: &[SchedulerEntry] = &[
         name: "mq-deadline",
         about: "deadline: sector-ordered batches, read/write expiry, I/O priority levels (v6.19)",
         make: |p| Box::new(mq_deadline::MqDeadline::new(p)),
+    },
+    SchedulerEntry {
+        name: "kyber",
+        about: "token-based latency control per request type (reads, writes, discards, other)",
+        make: |p| Box::new(kyber::Kyber::new(p)),
     },
 ];
 
