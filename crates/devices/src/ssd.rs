@@ -285,7 +285,7 @@ struct LinkJob {
     seq: u64,
     id: RqId,
     sectors: u32,
-    /// 0 read (to host), 1 write (from host), 2 no data.
+    /// 0 read (to host), 1 write (from host), 2 flush, 3 flush then write.
     kind: u8,
     fua: bool,
 }
@@ -492,6 +492,15 @@ impl Flash {
         }
     }
 
+    /// A flush starting at `t`: when the buffer is programmed (plus `flush_us`).
+    fn clean_at(&mut self, t: Ns) -> Ns {
+        if !self.p.write_cache {
+            return t;
+        }
+        let clean = self.program_open(t).max(self.last_program_end).max(t);
+        clean.add(us_to_ns(self.p.flush_us))
+    }
+
     /// Move jobs whose flash/controller stage ended by `now` across the link.
     fn process(&mut self, now: Ns) {
         while let Some(Reverse(j)) = self.link.peek().copied() {
@@ -503,8 +512,16 @@ impl Flash {
                 Interface::Sata => 0,
                 Interface::Nvme => (j.kind == 1) as usize,
             };
+            let mut ready = j.ready;
+            if j.kind >= 2 {
+                ready = self.clean_at(ready);
+                if j.kind == 2 {
+                    self.complete(ready, j.id);
+                    continue;
+                }
+            }
             let xfer = Self::bytes_ns(j.sectors as u64 * 512, self.p.host_mb_s);
-            let start = j.ready.max(self.link_free[dir]);
+            let start = ready.max(self.link_free[dir]);
             let end = start.add(xfer);
             self.link_free[dir] = end;
             match j.kind {
@@ -548,27 +565,22 @@ impl Driver for Flash {
                 let t = self.controller(now, self.p.controller_write_ns);
                 let fua = rq.flags.has(ReqFlags::FUA);
                 if rq.flags.has(ReqFlags::PREFLUSH) {
-                    // Flush first: the data waits for the cache to be clean.
-                    let clean = self.program_open(t).max(self.last_program_end);
-                    let t = clean.max(t).add(us_to_ns(self.p.flush_us));
-                    self.flush_id = (self.p.interface == Interface::Sata).then_some(id);
-                    self.to_link(t, id, n, 1, fua);
+                    // Flush first (once earlier writes are in), then the data.
+                    if self.p.interface == Interface::Sata {
+                        self.flush_id = Some(id);
+                    }
+                    self.to_link(t, id, n, 3, fua);
                 } else {
                     self.to_link(t, id, n, 1, fua);
                 }
             }
             Op::Flush => {
                 let t = self.controller(now, self.p.controller_write_ns);
-                let at = if self.p.write_cache {
-                    let clean = self.program_open(t).max(self.last_program_end).max(t);
-                    clean.add(us_to_ns(self.p.flush_us))
-                } else {
-                    t
-                };
                 if self.p.interface == Interface::Sata {
                     self.flush_id = Some(id);
                 }
-                self.complete(at, id);
+                // Through the link stage so that every earlier write is buffered first.
+                self.to_link(t, id, 0, 2, false);
             }
             Op::Discard => {
                 // Only the mapping update: controller time.
