@@ -28,7 +28,10 @@ fn bad(text: &str, field: &str, needle: &str) {
     let s = e.to_string();
     assert_eq!(e.field.as_deref(), Some(field), "{s}");
     assert!(e.line.is_some(), "{s}");
-    assert!(s.contains(&format!("field '{field}'")) && s.contains(needle), "{s}");
+    assert!(
+        s.contains(&format!("field '{field}'")) && s.contains(needle),
+        "{s}"
+    );
 }
 
 #[test]
@@ -44,33 +47,65 @@ fn zero_rpm() {
 
 #[test]
 fn negative_or_zero_latencies() {
-    bad(&with(HDD, "average_seek_ms", "-3"), "average_seek_ms", "greater than zero");
-    bad(&with(HDD, "track_to_track_ms", "0"), "track_to_track_ms", "greater than zero");
+    bad(
+        &with(HDD, "average_seek_ms", "-3"),
+        "average_seek_ms",
+        "greater than zero",
+    );
+    bad(
+        &with(HDD, "track_to_track_ms", "0"),
+        "track_to_track_ms",
+        "greater than zero",
+    );
     bad(&with(SSD, "read_us", "0"), "read_us", "greater than zero");
-    bad(&with(SSD, "write_overhead_us", "-1"), "write_overhead_us", "negative");
+    bad(
+        &with(SSD, "write_overhead_us", "-1"),
+        "write_overhead_us",
+        "negative",
+    );
 }
 
 #[test]
 fn geometry_must_cover_capacity() {
-    bad(&with(HDD, "cylinders", "1000"), "cylinders", "less than capacity_bytes");
+    bad(
+        &with(HDD, "cylinders", "1000"),
+        "cylinders",
+        "less than capacity_bytes",
+    );
 }
 
 #[test]
 fn queue_depth_zero() {
-    bad(&with(HDD, "queue_depth", "0"), "queue_depth", "out of range");
-    bad(&with(SSD, "queue_depth", "0"), "queue_depth", "out of range");
+    bad(
+        &with(HDD, "queue_depth", "0"),
+        "queue_depth",
+        "out of range",
+    );
+    bad(
+        &with(SSD, "queue_depth", "0"),
+        "queue_depth",
+        "out of range",
+    );
 }
 
 #[test]
 fn seek_figures_that_no_curve_fits() {
-    bad(&with(HDD, "average_seek_ms", "30"), "average_seek_ms", "track_to_track_ms < average_seek_ms");
+    bad(
+        &with(HDD, "average_seek_ms", "30"),
+        "average_seek_ms",
+        "track_to_track_ms < average_seek_ms",
+    );
 }
 
 #[test]
 fn unknown_missing_and_mistyped_fields() {
     bad(&format!("{HDD}\nspeed = 3\n"), "speed", "unknown field");
     bad(&with(HDD, "rpm", "\"fast\""), "rpm", "expected an integer");
-    bad(&with(SSD, "interface", "\"scsi\""), "interface", "expected \"sata\" or \"nvme\"");
+    bad(
+        &with(SSD, "interface", "\"scsi\""),
+        "interface",
+        "expected \"sata\" or \"nvme\"",
+    );
     let e = parse(&HDD.replace("rpm = 7200", "")).unwrap_err();
     assert!(e.to_string().contains("field 'rpm': missing"), "{e}");
 }
@@ -85,5 +120,9 @@ fn syntax_errors_carry_file_and_line() {
 #[test]
 fn raid_member_must_exist() {
     let r = include_str!("../profiles/raid0-2x-mg04aca400n.toml");
-    bad(&with(r, "member", "\"floppy\""), "member", "unknown member profile");
+    bad(
+        &with(r, "member", "\"floppy\""),
+        "member",
+        "unknown member profile",
+    );
 }

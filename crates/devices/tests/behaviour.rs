@@ -50,9 +50,17 @@ fn hdd_random_read_iops_rise_with_queue_depth_through_ncq() {
             println!("{name} qd{qd}: {:.0} IOPS", r.iops);
             // With two commands the drive still has only one to choose from when
             // one finishes (the host's next arrives after the decision): no gain yet.
-            assert!(r.iops > last * 0.97, "{name}: qd{qd} {:.0} < {last:.0}", r.iops);
+            assert!(
+                r.iops > last * 0.97,
+                "{name}: qd{qd} {:.0} < {last:.0}",
+                r.iops
+            );
             if qd >= 4 {
-                assert!(r.iops > last * 1.1, "{name}: qd{qd} {:.0} vs {last:.0}", r.iops);
+                assert!(
+                    r.iops > last * 1.1,
+                    "{name}: qd{qd} {:.0} vs {last:.0}",
+                    r.iops
+                );
             }
             if qd == 1 {
                 first = r.iops;
@@ -74,7 +82,9 @@ fn hdd_sequential_512b_reads_come_from_read_ahead() {
 #[test]
 fn hdd_seek_curve_matches_datasheet_points() {
     let p = devices::profile("hdd-7200").unwrap();
-    let devices::ProfileKind::Hdd(hp) = &p.kind else { panic!() };
+    let devices::ProfileKind::Hdd(hp) = &p.kind else {
+        panic!()
+    };
     let h = devices::hdd::Hdd::new("t", hp.clone());
     assert!((h.seek_ns(1) as f64 - 1e6).abs() < 1e4);
     assert!((h.seek_ns(hp.cylinders - 1) as f64 - 17e6).abs() < 1e5);
@@ -94,29 +104,63 @@ fn sata_flush_is_not_queued() {
     for name in ["hdd-7200", "ssd-sata"] {
         let mut d = dev(name);
         let t = Ns(0);
-        assert_eq!(d.queue_rq(t, RqId(0), &rq(Op::Write, ReqFlags::NONE, 8, 8), true), QueueRqStatus::Ok);
-        assert_eq!(d.queue_rq(t, RqId(1), &rq(Op::Read, ReqFlags::NONE, 1 << 20, 8), true), QueueRqStatus::Ok);
+        assert_eq!(
+            d.queue_rq(t, RqId(0), &rq(Op::Write, ReqFlags::NONE, 8, 8), true),
+            QueueRqStatus::Ok
+        );
+        assert_eq!(
+            d.queue_rq(t, RqId(1), &rq(Op::Read, ReqFlags::NONE, 1 << 20, 8), true),
+            QueueRqStatus::Ok
+        );
         // A flush waits while NCQ commands are outstanding...
-        assert_eq!(d.queue_rq(t, RqId(2), &rq(Op::Flush, ReqFlags::NONE, 0, 0), true), QueueRqStatus::DevResource, "{name}");
+        assert_eq!(
+            d.queue_rq(t, RqId(2), &rq(Op::Flush, ReqFlags::NONE, 0, 0), true),
+            QueueRqStatus::DevResource,
+            "{name}"
+        );
         let done = drain(d.as_mut());
         assert_eq!(done.len(), 2);
         let t = done.last().unwrap().0;
         // ...is accepted once they drained...
-        assert_eq!(d.queue_rq(t, RqId(2), &rq(Op::Flush, ReqFlags::NONE, 0, 0), true), QueueRqStatus::Ok);
+        assert_eq!(
+            d.queue_rq(t, RqId(2), &rq(Op::Flush, ReqFlags::NONE, 0, 0), true),
+            QueueRqStatus::Ok
+        );
         // ...and holds every new command back while it runs.
-        assert_eq!(d.queue_rq(t, RqId(3), &rq(Op::Read, ReqFlags::NONE, 0, 8), true), QueueRqStatus::DevResource, "{name}");
+        assert_eq!(
+            d.queue_rq(t, RqId(3), &rq(Op::Read, ReqFlags::NONE, 0, 8), true),
+            QueueRqStatus::DevResource,
+            "{name}"
+        );
         let done = drain(d.as_mut());
         assert_eq!(done.iter().map(|x| x.1).collect::<Vec<_>>(), vec![RqId(2)]);
-        assert_eq!(d.queue_rq(done[0].0, RqId(3), &rq(Op::Read, ReqFlags::NONE, 0, 8), true), QueueRqStatus::Ok);
+        assert_eq!(
+            d.queue_rq(
+                done[0].0,
+                RqId(3),
+                &rq(Op::Read, ReqFlags::NONE, 0, 8),
+                true
+            ),
+            QueueRqStatus::Ok
+        );
     }
 }
 
 #[test]
 fn nvme_flush_is_queued_and_waits_for_the_buffer() {
     let mut d = dev("nvme-gen4");
-    assert_eq!(d.queue_rq(Ns(0), RqId(0), &rq(Op::Write, ReqFlags::NONE, 0, 8), true), QueueRqStatus::Ok);
-    assert_eq!(d.queue_rq(Ns(0), RqId(1), &rq(Op::Flush, ReqFlags::NONE, 0, 0), true), QueueRqStatus::Ok);
-    assert_eq!(d.queue_rq(Ns(0), RqId(2), &rq(Op::Read, ReqFlags::NONE, 64, 8), true), QueueRqStatus::Ok);
+    assert_eq!(
+        d.queue_rq(Ns(0), RqId(0), &rq(Op::Write, ReqFlags::NONE, 0, 8), true),
+        QueueRqStatus::Ok
+    );
+    assert_eq!(
+        d.queue_rq(Ns(0), RqId(1), &rq(Op::Flush, ReqFlags::NONE, 0, 0), true),
+        QueueRqStatus::Ok
+    );
+    assert_eq!(
+        d.queue_rq(Ns(0), RqId(2), &rq(Op::Read, ReqFlags::NONE, 64, 8), true),
+        QueueRqStatus::Ok
+    );
     let done = drain(d.as_mut());
     let at = |id| done.iter().find(|x| x.1 == RqId(id)).unwrap().0;
     // The flush programs the open page: slower than the write it follows.
@@ -137,11 +181,19 @@ fn hdd_ncq_depth_is_enforced_and_nothing_starves() {
     let mut d = dev("hdd-7200");
     let mut x = 12345u64;
     for i in 0..32 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let s = (x >> 20) % (d.info().capacity_sectors - 8);
-        assert_eq!(d.queue_rq(Ns(0), RqId(i), &rq(Op::Read, ReqFlags::NONE, s, 8), true), QueueRqStatus::Ok);
+        assert_eq!(
+            d.queue_rq(Ns(0), RqId(i), &rq(Op::Read, ReqFlags::NONE, s, 8), true),
+            QueueRqStatus::Ok
+        );
     }
-    assert_eq!(d.queue_rq(Ns(0), RqId(99), &rq(Op::Read, ReqFlags::NONE, 0, 8), true), QueueRqStatus::DevResource);
+    assert_eq!(
+        d.queue_rq(Ns(0), RqId(99), &rq(Op::Read, ReqFlags::NONE, 0, 8), true),
+        QueueRqStatus::DevResource
+    );
     // Keep it full of new random work; every command must finish within a bound.
     let mut issued = [Ns(0); 32];
     let mut now = Ns(0);
@@ -153,21 +205,33 @@ fn hdd_ncq_depth_is_enforced_and_nothing_starves() {
         d.advance(now, &mut v);
         for id in v.clone() {
             worst = worst.max(now.since(issued[id.0 as usize]));
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let s = (x >> 20) % (d.info().capacity_sectors - 8);
             issued[id.0 as usize] = now;
-            assert_eq!(d.queue_rq(now, id, &rq(Op::Read, ReqFlags::NONE, s, 8), true), QueueRqStatus::Ok);
+            assert_eq!(
+                d.queue_rq(now, id, &rq(Op::Read, ReqFlags::NONE, s, 8), true),
+                QueueRqStatus::Ok
+            );
         }
     }
     // max_wait_ms = 500 plus one service in progress and the queue ahead at most.
-    assert!(worst < 800_000_000, "worst latency {} ms", worst / 1_000_000);
+    assert!(
+        worst < 800_000_000,
+        "worst latency {} ms",
+        worst / 1_000_000
+    );
 }
 
 #[test]
 fn raid0_splits_and_completes_when_all_parts_do() {
     let mut d = dev("raid0-2x-mg04aca400n");
     // 1 MiB across four 256 KiB chunks on two members.
-    assert_eq!(d.queue_rq(Ns(0), RqId(0), &rq(Op::Read, ReqFlags::NONE, 0, 2048), true), QueueRqStatus::Ok);
+    assert_eq!(
+        d.queue_rq(Ns(0), RqId(0), &rq(Op::Read, ReqFlags::NONE, 0, 2048), true),
+        QueueRqStatus::Ok
+    );
     let done = drain(d.as_mut());
     assert_eq!(done.len(), 1);
     // Each member reads 512 KiB (~2.6 ms at 200 MB/s) in parallel, plus positioning.
@@ -183,7 +247,12 @@ fn raid0_splits_and_completes_when_all_parts_do() {
 
 #[test]
 fn runs_are_deterministic() {
-    for name in ["hdd-7200", "raid0-2x-mg04aca400n", "ssd-sata", "nvme-600p-128g"] {
+    for name in [
+        "hdd-7200",
+        "raid0-2x-mg04aca400n",
+        "ssd-sata",
+        "nvme-600p-128g",
+    ] {
         let mut a = dev(name);
         let mut b = dev(name);
         let x = closed_loop(a.as_mut(), 8, Op::Write, 4096, Pat::Rand, 1.0, 0.0, 9).iops;

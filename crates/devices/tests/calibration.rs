@@ -133,6 +133,10 @@ fn hdd_sequential_small_reads_are_media_bound_at_any_depth() {
         let r = closed_loop(d.as_mut(), qd, R, K4, Seq, 3.0, 0.5, 7);
         println!("qd{qd}: {:.1} MB/s {:.0} IOPS", r.mb_s, r.iops);
         // Never faster than the media; at least the cache-hit ceiling (1 / 57 µs).
-        assert!(r.mb_s < 185.0 && r.iops > 15_000.0, "qd{qd}: {:.1} MB/s", r.mb_s);
+        assert!(
+            r.mb_s < 185.0 && r.iops > 15_000.0,
+            "qd{qd}: {:.1} MB/s",
+            r.mb_s
+        );
     }
 }

@@ -114,4 +114,3 @@ pub fn closed_loop(
         mb_s: iops * bs as f64 / 1e6,
     }
 }
-
