@@ -377,7 +377,7 @@ impl Flash {
         self.done.push(Reverse((t, self.seq, id)));
     }
 
-    fn to_link(&mut self, ready: Ns, id: RqId, sectors: u32, kind: u8, fua: bool) {
+    fn enqueue_link(&mut self, ready: Ns, id: RqId, sectors: u32, kind: u8, fua: bool) {
         self.seq += 1;
         self.link.push(Reverse(LinkJob {
             ready,
@@ -559,7 +559,7 @@ impl Driver for Flash {
                     .0
                     .min(self.info.capacity_sectors.saturating_sub(1));
                 let ready = self.flash_read(t, lba, n.max(1));
-                self.to_link(ready, id, n, 0, false);
+                self.enqueue_link(ready, id, n, 0, false);
             }
             Op::Write => {
                 let t = self.controller(now, self.p.controller_write_ns);
@@ -569,9 +569,9 @@ impl Driver for Flash {
                     if self.p.interface == Interface::Sata {
                         self.flush_id = Some(id);
                     }
-                    self.to_link(t, id, n, 3, fua);
+                    self.enqueue_link(t, id, n, 3, fua);
                 } else {
-                    self.to_link(t, id, n, 1, fua);
+                    self.enqueue_link(t, id, n, 1, fua);
                 }
             }
             Op::Flush => {
@@ -580,7 +580,7 @@ impl Driver for Flash {
                     self.flush_id = Some(id);
                 }
                 // Through the link stage so that every earlier write is buffered first.
-                self.to_link(t, id, 0, 2, false);
+                self.enqueue_link(t, id, 0, 2, false);
             }
             Op::Discard => {
                 // Only the mapping update: controller time.

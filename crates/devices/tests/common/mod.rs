@@ -49,6 +49,7 @@ pub struct Run {
 
 /// Keep `qd` requests of `bs` bytes outstanding for `secs` simulated seconds (the first
 /// `warm` seconds not counted); random offsets come from `seed`.
+#[allow(clippy::too_many_arguments)]
 pub fn closed_loop(
     dev: &mut dyn Device,
     qd: u32,
