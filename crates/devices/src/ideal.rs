@@ -44,6 +44,18 @@ impl Default for IdealParams {
 }
 
 impl IdealParams {
+    /// Read and validate the parameters from a profile document.
+    pub fn from_doc(d: &mut crate::profile::Doc) -> Result<IdealParams, crate::ProfileError> {
+        Ok(IdealParams {
+            latency_ns: d.int("latency", 1, u64::MAX >> 1)?,
+            bandwidth: d.int("bandwidth", 1, u64::MAX >> 1)?,
+            queue_depth: d.int("queue_depth", 1, 65_535)? as u32,
+            capacity: d.int("capacity", 1 << 20, 1 << 60)?,
+            nr_hw_queues: d.int("nr_hw_queues", 1, 1024)? as u16,
+            rotational: false,
+        })
+    }
+
     /// Parameters with units and meaning.
     pub fn describe(&self) -> Vec<ParamInfo> {
         vec![

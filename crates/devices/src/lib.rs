@@ -6,10 +6,24 @@
 //! [`Device::next_event`] when the model next needs attention and calls
 //! [`Device::advance`] at that time, which pushes the requests finished by then.
 //!
-//! Models: [`ideal::Ideal`] (fixed latency, a bandwidth pipe, a queue depth). Profiles
-//! (named, documented parameter sets) are listed by [`profiles`].
+//! Models: [`ideal::Ideal`] (fixed latency, a bandwidth pipe, a queue depth),
+//! [`hdd::Hdd`] (a rotating disk with NCQ and caches), [`ssd::Flash`] (SATA and NVMe
+//! flash SSDs, see also [`nvme`]) and [`raid0::Raid0`] (a caching RAID-0 controller
+//! over members of any model). Profiles (named, documented parameter sets) are data
+//! files under `profiles/`, embedded in the binary and listed by [`profiles`]; users
+//! load their own with [`load_profile_file`] (format and validation: [`profile`]).
+//!
+//! Every model is deterministic: time comes from the caller, and the little
+//! randomness there is (a disk's spindle phase) comes from a seed in the profile.
 
+pub mod hdd;
 pub mod ideal;
+pub mod nvme;
+pub mod profile;
+pub mod raid0;
+pub mod ssd;
+
+pub use profile::ProfileError;
 
 use blk::mq::Driver;
 use blk::{Ns, RqId};
@@ -64,13 +78,13 @@ pub struct ParamInfo {
     pub help: &'static str,
 }
 
-/// A named, built-in device profile.
+/// A named device profile (built in, or loaded from a file).
 #[derive(Clone, Debug)]
 pub struct Profile {
     /// Name as given to `--device`.
-    pub name: &'static str,
+    pub name: String,
     /// What it models.
-    pub about: &'static str,
+    pub about: String,
     /// The model's parameters.
     pub kind: ProfileKind,
 }
@@ -80,39 +94,78 @@ pub struct Profile {
 pub enum ProfileKind {
     /// An [`ideal::Ideal`] device.
     Ideal(ideal::IdealParams),
+    /// A [`hdd::Hdd`] disk.
+    Hdd(hdd::HddParams),
+    /// A [`ssd::Flash`] SSD (SATA or NVMe).
+    Flash(ssd::FlashParams),
+    /// A [`raid0::Raid0`] volume.
+    Raid0(raid0::Raid0Params),
 }
 
 impl Profile {
     /// Build a fresh device from this profile.
     pub fn build(&self) -> Box<dyn Device> {
         match &self.kind {
-            ProfileKind::Ideal(p) => Box::new(ideal::Ideal::new(self.name, p.clone())),
+            ProfileKind::Ideal(p) => Box::new(ideal::Ideal::new(&self.name, p.clone())),
+            ProfileKind::Hdd(p) => Box::new(hdd::Hdd::new(&self.name, p.clone())),
+            ProfileKind::Flash(p) => Box::new(ssd::Flash::new(&self.name, p.clone())),
+            ProfileKind::Raid0(p) => Box::new(raid0::Raid0::new(&self.name, p.clone())),
+        }
+    }
+    /// The model's name as written in profile files (`model = ...`).
+    pub fn model(&self) -> &'static str {
+        match &self.kind {
+            ProfileKind::Ideal(_) => "ideal",
+            ProfileKind::Hdd(_) => "hdd",
+            ProfileKind::Flash(_) => "ssd",
+            ProfileKind::Raid0(_) => "raid0",
         }
     }
     /// The parameters with units and meaning.
     pub fn params(&self) -> Vec<ParamInfo> {
         match &self.kind {
             ProfileKind::Ideal(p) => p.describe(),
+            ProfileKind::Hdd(p) => p.describe(),
+            ProfileKind::Flash(p) => p.describe(),
+            ProfileKind::Raid0(p) => p.describe(),
         }
     }
 }
 
 /// Unknown device name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown device '{0}' (known: {known})", known = profiles().iter().map(|p| p.name).collect::<Vec<_>>().join(", "))]
+#[error("unknown device '{0}' (known: {known})", known = profiles().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", "))]
 pub struct UnknownDevice(pub String);
 
-/// All built-in profiles.
-pub fn profiles() -> Vec<Profile> {
+/// The built-in profile files, in dependency order (RAID members first).
+pub const BUILTIN_FILES: &[(&str, &str)] = &[
+    ("hdd-7200.toml", include_str!("../profiles/hdd-7200.toml")),
+    (
+        "mg04aca400n.toml",
+        include_str!("../profiles/mg04aca400n.toml"),
+    ),
+    (
+        "raid0-2x-mg04aca400n.toml",
+        include_str!("../profiles/raid0-2x-mg04aca400n.toml"),
+    ),
+    ("ssd-sata.toml", include_str!("../profiles/ssd-sata.toml")),
+    (
+        "nvme-600p-128g.toml",
+        include_str!("../profiles/nvme-600p-128g.toml"),
+    ),
+    ("nvme-gen4.toml", include_str!("../profiles/nvme-gen4.toml")),
+];
+
+fn ideal_profiles() -> Vec<Profile> {
     vec![
         Profile {
-            name: "ideal",
-            about: "idealised device: 100 us per request, 2 GB/s, queue depth 32, no cache",
+            name: "ideal".into(),
+            about: "idealised device: 100 us per request, 2 GB/s, queue depth 32, no cache".into(),
             kind: ProfileKind::Ideal(ideal::IdealParams::default()),
         },
         Profile {
-            name: "ideal-sq",
-            about: "the ideal device as a single-queue device (kernel default: mq-deadline)",
+            name: "ideal-sq".into(),
+            about: "the ideal device as a single-queue device (kernel default: mq-deadline)".into(),
             kind: ProfileKind::Ideal(ideal::IdealParams {
                 nr_hw_queues: 1,
                 rotational: false,
@@ -120,6 +173,19 @@ pub fn profiles() -> Vec<Profile> {
             }),
         },
     ]
+}
+
+/// All built-in profiles.
+pub fn profiles() -> Vec<Profile> {
+    let mut all = ideal_profiles();
+    for (file, text) in BUILTIN_FILES {
+        let known = all.clone();
+        let lookup = |n: &str| known.iter().find(|p| p.name == n).cloned();
+        let p = parse_profile(&format!("<builtin {file}>"), text, &lookup)
+            .unwrap_or_else(|e| panic!("built-in profile is invalid: {e}"));
+        all.push(p);
+    }
+    all
 }
 
 /// The profile called `name`.
@@ -130,5 +196,47 @@ pub fn profile(name: &str) -> Result<Profile, UnknownDevice> {
         .ok_or_else(|| UnknownDevice(name.to_string()))
 }
 
+/// Parse and validate a profile document called `file`; `lookup` resolves the
+/// profiles it refers to (a RAID's members).
+pub fn parse_profile(
+    file: &str,
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<Profile>,
+) -> Result<Profile, ProfileError> {
+    let mut d = profile::Doc::parse(file, text)?;
+    let name = d.str("name")?;
+    if name.is_empty() || name.chars().any(|c| c.is_whitespace()) {
+        return Err(d.err("name", "must be non-empty without spaces"));
+    }
+    let about = d.str("about")?;
+    let model = d.str("model")?;
+    let kind = match model.as_str() {
+        "hdd" => ProfileKind::Hdd(hdd::HddParams::from_doc(&mut d)?),
+        "ssd" => ProfileKind::Flash(ssd::FlashParams::from_doc(&mut d)?),
+        "raid0" => ProfileKind::Raid0(raid0::Raid0Params::from_doc(&mut d, lookup)?),
+        "ideal" => ProfileKind::Ideal(ideal::IdealParams::from_doc(&mut d)?),
+        other => {
+            return Err(d.err(
+                "model",
+                format!("unknown model '{other}': expected hdd, ssd, raid0 or ideal"),
+            ))
+        }
+    };
+    d.finish()?;
+    Ok(Profile { name, about, kind })
+}
+
+/// Load a user's profile file (RAID members may name built-in profiles).
+pub fn load_profile_file(path: &std::path::Path) -> Result<Profile, ProfileError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ProfileError {
+        file: file.clone(),
+        line: None,
+        field: None,
+        msg: format!("cannot read: {e}"),
+    })?;
+    parse_profile(&file, &text, &|n| profile(n).ok())
+}
+
 /// The profile `iosched run` uses when none is named.
-pub const DEFAULT_DEVICE: &str = "ideal";
+pub const DEFAULT_DEVICE: &str = "hdd-7200";

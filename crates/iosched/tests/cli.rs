@@ -5,8 +5,18 @@ use std::io::Write;
 use std::process::{Command, Output};
 
 fn iosched(args: &[&str]) -> Output {
+    // Simulating commands name their device, so that these tests do not depend on
+    // `devices::DEFAULT_DEVICE` (whose default scheduler may not be built yet).
+    let mut args: Vec<&str> = args.to_vec();
+    if matches!(args.first(), Some(&"run") | Some(&"fio"))
+        && !args
+            .iter()
+            .any(|a| a.starts_with("--device") || *a == "--help")
+    {
+        args.splice(1..1, ["--device", "ideal"]);
+    }
     Command::new(env!("CARGO_BIN_EXE_iosched"))
-        .args(args)
+        .args(&args)
         .env("SOURCE_DATE_EPOCH", "1700000000")
         .output()
         .expect("run iosched")
@@ -345,4 +355,46 @@ fn compare_rejects_bad_variations_before_running() {
         &iosched(&["compare", &f, "--vary", "nonsense"]),
         &["--vary nonsense"],
     );
+}
+
+#[test]
+fn device_files_load_and_bad_ones_exit_2() {
+    let good = job_file(
+        "good.toml",
+        "name = \"mine\"\nabout = \"a test disk\"\nmodel = \"ideal\"\nlatency = 50000\nbandwidth = 1000000000\nqueue_depth = 8\ncapacity = 1073741824\nnr_hw_queues = 2\n",
+    );
+    let f = job_file("small-df.fio", SMALL);
+    let o = iosched(&["run", &f, "--device-file", &good]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("read: IOPS="));
+    let o = iosched(&["devices", "--device-file", &good]);
+    assert!(o.status.success() && stdout(&o).contains("mine: a test disk"));
+    let hdd = include_str!("../../devices/profiles/hdd-7200.toml");
+    for (what, text, needle) in [
+        ("rpm", hdd.replace("rpm = 7200", "rpm = 0"), "field 'rpm'"),
+        (
+            "seek",
+            hdd.replace("average_seek_ms = 8.5", "average_seek_ms = -1"),
+            "field 'average_seek_ms'",
+        ),
+        (
+            "geometry",
+            hdd.replace("cylinders = 420_000", "cylinders = 4000"),
+            "field 'cylinders'",
+        ),
+        (
+            "qd",
+            hdd.replace("queue_depth = 32", "queue_depth = 0"),
+            "field 'queue_depth'",
+        ),
+        (
+            "syntax",
+            hdd.replace("rpm = 7200", "rpm 7200"),
+            "syntax error",
+        ),
+    ] {
+        let p = job_file(&format!("bad-{what}.toml"), &text);
+        assert_bad(&iosched(&["run", &f, "--device-file", &p]), &[needle, &p]);
+        assert_bad(&iosched(&["devices", "--device-file", &p]), &[needle]);
+    }
 }

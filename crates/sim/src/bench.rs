@@ -4,7 +4,6 @@
 use crate::job::{JobConfig, RwMode};
 use crate::simulate::{NoObserver, SimConfig, Simulation};
 use blk::{CgroupId, IoPrio};
-use devices::ideal::{Ideal, IdealParams};
 use std::time::Instant;
 
 /// One benchmark workload.
@@ -14,6 +13,8 @@ pub struct Workload {
     pub name: &'static str,
     /// Scheduler.
     pub scheduler: &'static str,
+    /// Device profile the workload runs against.
+    pub device: &'static str,
     /// Block size, bytes.
     pub bs: u64,
     /// I/O pattern.
@@ -26,14 +27,44 @@ pub struct Workload {
 
 /// The built-in workloads.
 pub fn workloads() -> Vec<Workload> {
-    vec![Workload {
-        name: "none+ideal randread 4k qd32 x4",
-        scheduler: "none",
-        bs: 4096,
-        rw: RwMode::RandRead,
-        iodepth: 32,
-        jobs: 4,
-    }]
+    vec![
+        Workload {
+            name: "none+ideal randread 4k qd32 x4",
+            scheduler: "none",
+            device: "ideal",
+            bs: 4096,
+            rw: RwMode::RandRead,
+            iodepth: 32,
+            jobs: 4,
+        },
+        Workload {
+            name: "none+hdd-7200 randread 4k qd32",
+            scheduler: "none",
+            device: "hdd-7200",
+            bs: 4096,
+            rw: RwMode::RandRead,
+            iodepth: 32,
+            jobs: 1,
+        },
+        Workload {
+            name: "none+hdd-7200 read 4k qd32",
+            scheduler: "none",
+            device: "hdd-7200",
+            bs: 4096,
+            rw: RwMode::Read,
+            iodepth: 32,
+            jobs: 1,
+        },
+        Workload {
+            name: "none+nvme-gen4 randread 4k qd32 x4",
+            scheduler: "none",
+            device: "nvme-gen4",
+            bs: 4096,
+            rw: RwMode::RandRead,
+            iodepth: 32,
+            jobs: 4,
+        },
+    ]
 }
 
 /// Result of one benchmark run.
@@ -56,7 +87,8 @@ impl BenchResult {
     }
 }
 
-/// Run `w` for `simulated_ms` of virtual time.
+/// Run `w` for `simulated_ms` of virtual time against its device profile
+/// (`w.device`, a built-in profile name).
 pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
     let jobs = (0..w.jobs)
         .map(|i| JobConfig {
@@ -83,7 +115,9 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             norandommap: false,
         })
         .collect();
-    let dev = Box::new(Ideal::new("ideal", IdealParams::default()));
+    let dev = devices::profile(w.device)
+        .expect("built-in workload names a built-in profile")
+        .build();
     let cfg = SimConfig {
         scheduler: w.scheduler.to_string(),
         ..Default::default()

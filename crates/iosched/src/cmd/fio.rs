@@ -12,7 +12,8 @@ use sim::fio::parse_command_line;
     after_help = "Example (seed 0's command, verbatim):\n  iosched fio -ioengine=psync -lockmem=1G -buffered=0 -time_based=1 -direct=1 -iodepth=1 -thread -bs=512B -size=110g -numjobs=16 -runtime=300 -group_reporting -name=read -filename=/dev/sdb14 -ioscheduler=mq-deadline -rw=read\n  iosched fio --name=r --rw=randread --bs=4k --size=1g --direct=1 --ioengine=libaio --iodepth=32 --output-format=json --device ideal"
 )]
 pub struct Args {
-    /// fio options, plus any of --device, --sched, --set, --seed, --hz, --cpus.
+    /// fio options, plus any of --device, --device-file, --sched, --set, --seed, --hz,
+    /// --cpus.
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
@@ -22,7 +23,15 @@ pub struct Args {
 }
 
 /// Our own options, recognised among fio's (long form only, `--x=v` or `--x v`).
-const OURS: &[&str] = &["device", "sched", "set", "seed", "hz", "cpus"];
+const OURS: &[&str] = &[
+    "device",
+    "device-file",
+    "sched",
+    "set",
+    "seed",
+    "hz",
+    "cpus",
+];
 
 /// Split our options from fio's.
 fn split(args: &[String]) -> Result<(SimArgs, Vec<String>)> {
@@ -65,6 +74,7 @@ fn split(args: &[String]) -> Result<(SimArgs, Vec<String>)> {
         };
         match name {
             "device" => sim.device = Some(value),
+            "device-file" => sim.device_file = Some(value),
             "sched" => sim.sched = Some(value),
             "set" => sim.set.push(value),
             "seed" => sim.seed = Some(num(&value)?),

@@ -13,8 +13,12 @@ use std::io::Write;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SimArgs {
     /// Device profile (see `iosched devices`).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "device_file")]
     pub device: Option<String>,
+    /// Load the device profile from a file (format: `iosched devices`, the files
+    /// under crates/devices/profiles/).
+    #[arg(long, value_name = "FILE")]
+    pub device_file: Option<String>,
     /// Scheduler (see `iosched schedulers`); default: fio's `ioscheduler=`, else the
     /// kernel's default for the device.
     #[arg(long, value_name = "NAME")]
@@ -64,7 +68,10 @@ fn epoch_secs() -> Result<u64> {
 
 /// Turn the command-line simulation options into the runner's options.
 pub fn run_options(args: &SimArgs) -> Result<RunOptions> {
-    let device = devices::profile(args.device.as_deref().unwrap_or(devices::DEFAULT_DEVICE))?;
+    let device = match &args.device_file {
+        Some(f) => devices::load_profile_file(std::path::Path::new(f))?,
+        None => devices::profile(args.device.as_deref().unwrap_or(devices::DEFAULT_DEVICE))?,
+    };
     if args.hz == 0 || args.hz > 10_000 {
         bail!(
             "--hz {}: expected a kernel HZ between 1 and 10000 (100, 250, 300 or 1000 in practice)",

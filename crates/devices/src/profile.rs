@@ -1,0 +1,385 @@
+//! Profile files: parsing and validation.
+//!
+//! A profile is a small TOML document of top-level `key = value` lines (integers,
+//! floats, strings, booleans; `#` comments; underscores in numbers), e.g.
+//!
+//! ```toml
+//! name = "hdd-7200"
+//! about = "generic 2 TB 7200 rpm SATA disk"
+//! model = "hdd"
+//! rpm = 7200
+//! ```
+//!
+//! Only that subset is accepted, which keeps the parser small and lets every error
+//! carry the file and line it came from. `model` selects the device model; the other
+//! keys are that model's parameters (see `iosched devices`). Every key is checked:
+//! an unknown key, a missing one, a value of the wrong type or out of range is an
+//! error naming the field and its line.
+
+use std::collections::HashSet;
+use std::fmt;
+
+/// A problem with a profile file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileError {
+    /// File name (or `<builtin NAME>`).
+    pub file: String,
+    /// 1-based line, when the problem is tied to one.
+    pub line: Option<usize>,
+    /// The field at fault, if any.
+    pub field: Option<String>,
+    /// What is wrong and what is expected.
+    pub msg: String,
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        write!(f, ": ")?;
+        if let Some(k) = &self.field {
+            write!(f, "field '{k}': ")?;
+        }
+        write!(f, "{}", self.msg)
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+/// A parsed value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// A boolean.
+    Bool(bool),
+}
+
+impl Value {
+    fn kind(&self) -> &'static str {
+        match self {
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Bool(_) => "a boolean",
+        }
+    }
+}
+
+/// The keys of one profile document, with their lines; readers mark keys as used so
+/// that [`Doc::finish`] can reject unknown ones.
+#[derive(Debug)]
+pub struct Doc {
+    file: String,
+    entries: Vec<(String, Value, usize)>,
+    used: HashSet<String>,
+}
+
+fn parse_value(s: &str) -> Option<Value> {
+    let s = s.trim();
+    if let Some(rest) = s.strip_prefix('"') {
+        let body = rest.strip_suffix('"')?;
+        if body.contains('"') || body.contains('\\') {
+            return None;
+        }
+        return Some(Value::Str(body.to_string()));
+    }
+    match s {
+        "true" => return Some(Value::Bool(true)),
+        "false" => return Some(Value::Bool(false)),
+        _ => {}
+    }
+    let clean: String = s.chars().filter(|c| *c != '_').collect();
+    if clean.is_empty() {
+        return None;
+    }
+    if let Ok(i) = clean.parse::<i64>() {
+        return Some(Value::Int(i));
+    }
+    if clean
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+    {
+        if let Ok(f) = clean.parse::<f64>() {
+            if f.is_finite() {
+                return Some(Value::Float(f));
+            }
+        }
+    }
+    None
+}
+
+/// Strip a `#` comment that is not inside a string.
+fn strip_comment(line: &str) -> &str {
+    let mut in_str = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => in_str = !in_str,
+            '#' if !in_str => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+impl Doc {
+    /// Parse `text`, naming it `file` in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Doc, ProfileError> {
+        let mut entries: Vec<(String, Value, usize)> = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let l = strip_comment(raw).trim();
+            if l.is_empty() {
+                continue;
+            }
+            let err = |field: Option<String>, msg: String| ProfileError {
+                file: file.to_string(),
+                line: Some(line),
+                field,
+                msg,
+            };
+            if l.starts_with('[') {
+                return Err(err(
+                    None,
+                    format!("syntax error: '{l}': tables are not used in profiles; write top-level `key = value` lines"),
+                ));
+            }
+            let Some((k, v)) = l.split_once('=') else {
+                return Err(err(
+                    None,
+                    format!("syntax error: '{l}': expected `key = value`"),
+                ));
+            };
+            let k = k.trim();
+            if k.is_empty()
+                || !k
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(err(
+                    None,
+                    format!("syntax error: '{k}' is not a valid key (letters, digits, _ and -)"),
+                ));
+            }
+            let Some(val) = parse_value(v) else {
+                return Err(err(
+                    Some(k.to_string()),
+                    format!(
+                        "syntax error: '{}' is not a number, a \"string\" or true/false",
+                        v.trim()
+                    ),
+                ));
+            };
+            if let Some((_, _, prev)) = entries.iter().find(|(key, _, _)| key == k) {
+                return Err(err(
+                    Some(k.to_string()),
+                    format!("given twice (first on line {prev})"),
+                ));
+            }
+            entries.push((k.to_string(), val, line));
+        }
+        Ok(Doc {
+            file: file.to_string(),
+            entries,
+            used: HashSet::new(),
+        })
+    }
+
+    /// The file name used in errors.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// An error about `field` (with its line, if present).
+    pub fn err(&self, field: &str, msg: impl Into<String>) -> ProfileError {
+        ProfileError {
+            file: self.file.clone(),
+            line: self
+                .entries
+                .iter()
+                .find(|(k, _, _)| k == field)
+                .map(|e| e.2),
+            field: Some(field.to_string()),
+            msg: msg.into(),
+        }
+    }
+
+    fn get(&mut self, key: &str) -> Option<Value> {
+        self.used.insert(key.to_string());
+        self.entries
+            .iter()
+            .find(|(k, _, _)| k == key)
+            .map(|e| e.1.clone())
+    }
+
+    fn required(&mut self, key: &str) -> Result<Value, ProfileError> {
+        self.get(key)
+            .ok_or_else(|| self.err(key, "missing (every parameter must be given)"))
+    }
+
+    /// A string field.
+    pub fn str(&mut self, key: &str) -> Result<String, ProfileError> {
+        match self.required(key)? {
+            Value::Str(s) => Ok(s),
+            v => Err(self.err(key, format!("expected a string, got {}", v.kind()))),
+        }
+    }
+
+    /// An optional string field.
+    pub fn opt_str(&mut self, key: &str) -> Result<Option<String>, ProfileError> {
+        if self.entries.iter().any(|(k, _, _)| k == key) {
+            self.str(key).map(Some)
+        } else {
+            self.used.insert(key.to_string());
+            Ok(None)
+        }
+    }
+
+    /// A boolean field.
+    pub fn bool(&mut self, key: &str) -> Result<bool, ProfileError> {
+        match self.required(key)? {
+            Value::Bool(b) => Ok(b),
+            v => Err(self.err(key, format!("expected true or false, got {}", v.kind()))),
+        }
+    }
+
+    /// An integer field within `lo..=hi`.
+    pub fn int(&mut self, key: &str, lo: u64, hi: u64) -> Result<u64, ProfileError> {
+        let v = match self.required(key)? {
+            Value::Int(i) => i,
+            v => {
+                return Err(self.err(key, format!("expected an integer, got {}", v.kind())));
+            }
+        };
+        if v < lo as i64 || (v as u64) > hi {
+            return Err(self.err(key, format!("{v} is out of range: expected {lo} to {hi}")));
+        }
+        Ok(v as u64)
+    }
+
+    /// An optional integer field within `lo..=hi`, `default` when absent.
+    pub fn int_or(
+        &mut self,
+        key: &str,
+        lo: u64,
+        hi: u64,
+        default: u64,
+    ) -> Result<u64, ProfileError> {
+        if self.entries.iter().any(|(k, _, _)| k == key) {
+            self.int(key, lo, hi)
+        } else {
+            self.used.insert(key.to_string());
+            Ok(default)
+        }
+    }
+
+    /// A number that must be strictly positive (latencies, rates, times).
+    pub fn pos(&mut self, key: &str) -> Result<f64, ProfileError> {
+        let v = self.num(key)?;
+        if v <= 0.0 {
+            return Err(self.err(key, format!("{v} must be greater than zero")));
+        }
+        Ok(v)
+    }
+
+    /// A number that must be zero or more.
+    pub fn nonneg(&mut self, key: &str) -> Result<f64, ProfileError> {
+        let v = self.num(key)?;
+        if v < 0.0 {
+            return Err(self.err(key, format!("{v} must not be negative")));
+        }
+        Ok(v)
+    }
+
+    fn num(&mut self, key: &str) -> Result<f64, ProfileError> {
+        match self.required(key)? {
+            Value::Int(i) => Ok(i as f64),
+            Value::Float(f) => Ok(f),
+            v => Err(self.err(key, format!("expected a number, got {}", v.kind()))),
+        }
+    }
+
+    /// Reject keys nobody read.
+    pub fn finish(&self) -> Result<(), ProfileError> {
+        for (k, _, _) in &self.entries {
+            if !self.used.contains(k) {
+                return Err(self.err(k, "unknown field for this model (see `iosched devices`)"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// ns from a value in ms.
+pub(crate) fn ms_to_ns(ms: f64) -> u64 {
+    (ms * 1e6).round() as u64
+}
+
+/// ns from a value in µs.
+pub(crate) fn us_to_ns(us: f64) -> u64 {
+    (us * 1e3).round() as u64
+}
+
+/// Format a float for `iosched devices` without noise.
+pub(crate) fn fmt_num(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        let s = format!("{v:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// A [`crate::ParamInfo`] row.
+pub(crate) fn row(
+    name: &'static str,
+    unit: &'static str,
+    value: impl ToString,
+    help: &'static str,
+) -> crate::ParamInfo {
+    crate::ParamInfo {
+        name,
+        unit,
+        value: value.to_string(),
+        help,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_names_lines() {
+        let mut d = Doc::parse(
+            "f.toml",
+            "# c\na = 1_000\nb = 2.5 # x\nc = \"s#t\"\nd = true\n",
+        )
+        .unwrap();
+        assert_eq!(d.int("a", 0, 10_000).unwrap(), 1000);
+        assert_eq!(d.pos("b").unwrap(), 2.5);
+        assert_eq!(d.str("c").unwrap(), "s#t");
+        assert!(d.bool("d").unwrap());
+        d.finish().unwrap();
+        let e = Doc::parse("f.toml", "a = 1\nb = oops\n").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert!(
+            e.to_string()
+                .starts_with("f.toml:2: field 'b': syntax error"),
+            "{e}"
+        );
+        let mut d = Doc::parse("f.toml", "a = 0\nzz = 1\n").unwrap();
+        let e = d.pos("a").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "f.toml:1: field 'a': 0 must be greater than zero"
+        );
+        assert!(d.finish().unwrap_err().to_string().contains("'zz'"));
+    }
+}
