@@ -96,7 +96,9 @@ fn pool_depths(r: &Replayer) -> Vec<(String, u32)> {
         .into_iter()
         .filter_map(|(k, v)| {
             let d = k.strip_suffix("_tokens")?;
-            let n = v.split_whitespace().find_map(|f| f.strip_prefix("depth="))?;
+            let n = v
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix("depth="))?;
             Some((d.to_ascii_uppercase(), n.parse().ok()?))
         })
         .collect()

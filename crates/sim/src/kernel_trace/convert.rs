@@ -301,7 +301,14 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                 let latency_ns = (e.kind == BlockKind::Complete)
                     .then(|| e.ts_ns.saturating_sub(p.issue_ts))
                     .filter(|_| p.issue_ts > 0);
-                push(&mut c, OpKind::Complete { id: p.id, latency_ns }, None);
+                push(
+                    &mut c,
+                    OpKind::Complete {
+                        id: p.id,
+                        latency_ns,
+                    },
+                    None,
+                );
             }
         }
     }
