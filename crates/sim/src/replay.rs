@@ -502,6 +502,10 @@ pub struct Replayer {
     cgroups: HashMap<String, u32>,
     last_t: u64,
     last_jiffies: Option<(u64, u64)>,
+    /// When set (`kernel-trace compare`), the times at which the recorded kernel's
+    /// scheduler timer actually ran: a due timer fires at the first of them not
+    /// before its due time (less one jiffy of rounding) instead of exactly at expiry.
+    timer_runs: Option<Vec<u64>>,
 }
 
 impl fmt::Debug for Replayer {
@@ -545,6 +549,7 @@ impl Replayer {
             cgroups,
             last_t: 0,
             last_jiffies: None,
+            timer_runs: None,
         })
     }
 
@@ -617,14 +622,37 @@ impl Replayer {
         f(self.elevator.as_mut(), &mut ctx)
     }
 
+    /// Fire timers at the recorded kernel's timer runs (sorted ns on the ops' clock)
+    /// instead of exactly at expiry: the kernel's timer wheel runs a timer at a tick
+    /// at or after its expiry, in softirq, which can be jiffies late. A timer with no
+    /// recorded run at or after its due time never fires.
+    pub fn set_timer_runs(&mut self, mut runs: Vec<u64>) {
+        runs.sort_unstable();
+        self.timer_runs = Some(runs);
+    }
+
+    /// When a timer due at `due` fires.
+    fn fire_time(&self, due: u64) -> Option<u64> {
+        let Some(runs) = &self.timer_runs else {
+            return Some(due);
+        };
+        let slack = 1_000_000_000 / self.hz.max(1) as u64;
+        let from = due.saturating_sub(slack);
+        let i = runs.partition_point(|&r| r < from);
+        runs.get(i).map(|&r| r.max(due))
+    }
+
     /// Fire every timer due at or before `t`, in due order.
     fn fire_timers(&mut self, t: u64) {
         while let Some(due) = self.elevator.next_timer() {
-            if due.0 > t {
+            let Some(fire) = self.fire_time(due.0) else {
+                break;
+            };
+            if fire > t {
                 break;
             }
             // A timer due before the previous op (it was armed for the past) fires now.
-            let at = due.0.max(self.last_t);
+            let at = fire.max(self.last_t);
             let j = self.jiffies_at(at, None);
             self.with_ctx(at, j, |e, ctx| e.timer_fired(ctx));
         }

@@ -141,6 +141,8 @@ fn compare(a: CompareArgs) -> Result<()> {
             "explained_pct": rep.explained_pct(),
             "missing": rep.missing,
             "stopped": rep.stopped,
+            "depth_changes_kernel": conv.depth_changes.iter().map(|d| serde_json::json!({"t": d.t, "domain": d.domain, "depth": d.depth})).collect::<Vec<_>>(),
+            "depth_changes_ours": rep.depth_changes.iter().map(|d| serde_json::json!({"t": d.t, "domain": d.domain, "depth": d.depth})).collect::<Vec<_>>(),
             "by_explanation": by.iter().map(|(k, n)| (k.to_string(), serde_json::Value::from(*n))).collect::<serde_json::Map<_, _>>(),
         });
         out.push_str(&v.to_string());
@@ -197,6 +199,33 @@ fn compare(a: CompareArgs) -> Result<()> {
         if let Some(s) = &rep.stopped {
             out.push_str(&format!("stopped early: {s}\n"));
         }
+        if !conv.timer_runs.is_empty() || !conv.depth_changes.is_empty() {
+            let fmt = |v: &[kernel_trace::DepthChange]| {
+                if v.is_empty() {
+                    return "none".to_string();
+                }
+                v.iter()
+                    .map(|d| format!("{}→{} at {:.1}ms", d.domain, d.depth, d.t as f64 / 1e6))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            out.push_str(&format!(
+                "kernel timer runs: {}\n",
+                conv.timer_runs
+                    .iter()
+                    .map(|t| format!("{:.1}ms", *t as f64 / 1e6))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            out.push_str(&format!(
+                "depth changes, kernel: {}\n",
+                fmt(&conv.depth_changes)
+            ));
+            out.push_str(&format!(
+                "depth changes, ours:   {}\n",
+                fmt(&rep.depth_changes)
+            ));
+        }
         for d in rep.disagreements.iter().take(a.show) {
             out.push_str(&format!(
                 "\ndecision {} at t={}ns: kernel issued {}, {} chose {} ({})\n",
@@ -230,6 +259,14 @@ const EVENTS: [&str; 7] = [
     "timer/timer_expire_entry",
 ];
 
+/// Kyber's own tracepoints (depth changes, percentiles, throttling), enabled when
+/// recording kyber: they show the kernel's controller, which the block events cannot.
+const KYBER_EVENTS: [&str; 3] = [
+    "kyber/kyber_adjust",
+    "kyber/kyber_latency",
+    "kyber/kyber_throttled",
+];
+
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
@@ -251,7 +288,12 @@ struct Recording {
     tracing_touched: bool,
     old_buffer_kb: Option<String>,
     old_overwrite: Option<String>,
+    /// Scheduler events enabled in addition to [`EVENTS`].
+    extra_events: Vec<&'static str>,
     loopdev: Option<String>,
+    /// The loop device's scheduler before we changed it (its queue outlives the
+    /// detach), restored on teardown.
+    old_sched: Option<(PathBuf, String)>,
     scratch: Option<PathBuf>,
 }
 
@@ -272,7 +314,7 @@ impl Drop for Recording {
     fn drop(&mut self) {
         if self.tracing_touched {
             let _ = fs::write(format!("{TRACEFS}/tracing_on"), "0");
-            for e in EVENTS {
+            for e in EVENTS.iter().chain(&self.extra_events) {
                 let _ = fs::write(format!("{TRACEFS}/events/{e}/enable"), "0");
                 let _ = fs::write(format!("{TRACEFS}/events/{e}/filter"), "0");
             }
@@ -287,6 +329,9 @@ impl Drop for Recording {
                     let _ = fs::write(format!("{TRACEFS}/buffer_size_kb"), n);
                 }
             }
+        }
+        if let Some((p, v)) = &self.old_sched {
+            let _ = fs::write(p, v);
         }
         if let Some(dev) = &self.loopdev {
             let _ = Command::new("losetup").arg("-d").arg(dev).status();
@@ -426,6 +471,14 @@ fn record_inner(
         .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
         .ok_or_else(|| anyhow!("unexpected dev '{majmin}' for {dev}"))?;
     // scheduler, tunables
+    if let Ok(cur) = read_attr(q.join("scheduler")) {
+        if let Some(name) = cur
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+        {
+            rec.old_sched = Some((q.join("scheduler"), name.to_string()));
+        }
+    }
     write_attr(q.join("scheduler"), &a.sched)?;
     let cur = read_attr(q.join("scheduler"))?;
     if !cur.contains(&format!("[{}]", a.sched)) {
@@ -462,6 +515,20 @@ fn record_inner(
             )?;
         }
         write_attr(format!("{TRACEFS}/events/{e}/enable"), "1")?;
+    }
+    if a.sched == "kyber" {
+        for e in KYBER_EVENTS {
+            if !Path::new(TRACEFS).join("events").join(e).exists() {
+                eprintln!("warning: tracepoint {e} not available; not recorded");
+                continue;
+            }
+            rec.extra_events.push(e);
+            write_attr(
+                format!("{TRACEFS}/events/{e}/filter"),
+                &format!("dev == {devt}"),
+            )?;
+            write_attr(format!("{TRACEFS}/events/{e}/enable"), "1")?;
+        }
     }
     write_attr(format!("{TRACEFS}/tracing_on"), "1")?;
     // fio

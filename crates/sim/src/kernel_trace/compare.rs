@@ -22,7 +22,7 @@
 //! [`Elevator`]: blk::elevator::Elevator
 //! [`Elevator::force_dispatch`]: blk::elevator::Elevator::force_dispatch
 
-use super::convert::Converted;
+use super::convert::{Converted, DepthChange};
 use crate::replay::{OpKind, Replayer, TraceOp};
 
 /// Knobs of a comparison.
@@ -83,6 +83,40 @@ pub struct CompareReport {
     pub missing: usize,
     /// Set when the comparison had to stop early (e.g. the scheduler cannot be forced).
     pub stopped: Option<String>,
+    /// Our token-pool resizes during the replay (kyber), to set beside the kernel's
+    /// ([`Converted::depth_changes`]); `t` is the op after which the change was seen.
+    pub depth_changes: Vec<DepthChange>,
+}
+
+/// The token-pool depths a scheduler shows in debugfs (`read_tokens` ... with a
+/// `depth=N` field): kyber's; empty for the others.
+fn pool_depths(r: &Replayer) -> Vec<(String, u32)> {
+    r.elevator()
+        .debugfs()
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let d = k.strip_suffix("_tokens")?;
+            let n = v
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix("depth="))?;
+            Some((d.to_ascii_uppercase(), n.parse().ok()?))
+        })
+        .collect()
+}
+
+fn note_depths(r: &Replayer, t: u64, last: &mut Vec<(String, u32)>, out: &mut Vec<DepthChange>) {
+    let now = pool_depths(r);
+    for (d, n) in &now {
+        let before = last.iter().find(|(x, _)| x == d).map(|(_, m)| *m);
+        if before.is_some_and(|m| m != *n) {
+            out.push(DepthChange {
+                t,
+                domain: d.clone(),
+                depth: *n,
+            });
+        }
+    }
+    *last = now;
 }
 
 impl CompareReport {
@@ -136,6 +170,11 @@ fn rebuild<'a>(
 fn new_replayer(c: &Converted) -> Result<Replayer, String> {
     let mut r = Replayer::new(&c.header)?;
     r.set_merge_limits(c.merge_limits);
+    if !c.timer_runs.is_empty() {
+        // The kernel's timer ran late (timer-wheel granularity, softirq): run ours
+        // when the recorded one ran, so that it sees the same completions.
+        r.set_timer_runs(c.timer_runs.clone());
+    }
     Ok(r)
 }
 
@@ -256,7 +295,11 @@ fn try_explain(
 pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, String> {
     let mut rep = CompareReport::default();
     let mut r = new_replayer(c)?;
+    let mut depths = pool_depths(&r);
     for (i, op) in c.ops.iter().enumerate() {
+        if i > 0 {
+            note_depths(&r, c.ops[i - 1].t, &mut depths, &mut rep.depth_changes);
+        }
         let Some(k) = c.expected[i] else {
             apply_tolerant(&mut r, op)
                 .map_err(|e| format!("op {} (trace line {}): {e}", i + 1, c.source_line[i]))?;

@@ -38,6 +38,22 @@ pub struct Converted {
     pub source_line: Vec<usize>,
     /// What could not be converted.
     pub stats: ConvertStats,
+    /// The kernel's token-pool resizes (`kyber_adjust`), as (t, domain, new depth),
+    /// `t` on the ops' clock; empty for other schedulers or when not recorded.
+    pub depth_changes: Vec<DepthChange>,
+    /// When the kernel's `kyber_timer_fn` ran, on the ops' clock.
+    pub timer_runs: Vec<u64>,
+}
+
+/// A token-pool resize: at `t` (ns, the ops' clock) `domain`'s depth became `depth`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DepthChange {
+    /// Time in ns.
+    pub t: u64,
+    /// Domain name (`READ`, `WRITE`, ...).
+    pub domain: String,
+    /// New depth.
+    pub depth: u32,
 }
 
 /// Counts of events the conversion skipped or interpreted.
@@ -69,6 +85,8 @@ struct Pending {
     sector: u64,
     end: u64,
     op_index: usize,
+    /// Kernel timestamp of the issue (0 while queued).
+    issue_ts: u64,
 }
 
 fn class_key(c: IoClass) -> IoClass {
@@ -139,7 +157,25 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
             events: events.len(),
             ..Default::default()
         },
+        depth_changes: Vec::new(),
+        timer_runs: Vec::new(),
     };
+    if sched == "kyber" {
+        for k in kt.kyber.iter().filter(|k| k.dev == dev) {
+            if let super::parse::KyberEventKind::Adjust { depth } = k.kind {
+                c.depth_changes.push(DepthChange {
+                    t: k.ts_ns.saturating_sub(t0),
+                    domain: k.domain.clone(),
+                    depth,
+                });
+            }
+        }
+        c.timer_runs = kt
+            .kyber_timer_runs
+            .iter()
+            .map(|s| s.ts_ns.saturating_sub(t0))
+            .collect();
+    }
     let mut dropped = vec![];
     let mut queued: Vec<Pending> = Vec::new();
     let mut inflight: Vec<Pending> = Vec::new();
@@ -182,6 +218,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                     sector: e.sector,
                     end: e.end(),
                     op_index: c.ops.len(),
+                    issue_ts: 0,
                 });
                 let op = InsertOp {
                     id,
@@ -237,6 +274,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                     p.end = e.end();
                 }
                 let id = p.id;
+                p.issue_ts = e.ts_ns;
                 inflight.push(p);
                 push(&mut c, OpKind::Dispatch, Some(id));
             }
@@ -258,11 +296,16 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                     c.stats.requeues += 1;
                     requeued.push((dir, p.sector));
                 }
+                // The device's latency as the kernel measures it (io_start_time_ns is
+                // stamped at issue): complete minus issue, both kernel timestamps.
+                let latency_ns = (e.kind == BlockKind::Complete)
+                    .then(|| e.ts_ns.saturating_sub(p.issue_ts))
+                    .filter(|_| p.issue_ts > 0);
                 push(
                     &mut c,
                     OpKind::Complete {
                         id: p.id,
-                        latency_ns: None,
+                        latency_ns,
                     },
                     None,
                 );

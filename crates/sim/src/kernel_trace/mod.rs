@@ -14,9 +14,9 @@ pub mod fit;
 pub mod parse;
 
 pub use compare::{compare, CompareOptions, CompareReport, Disagreement};
-pub use convert::{convert, ConvertStats, Converted};
+pub use convert::{convert, ConvertStats, Converted, DepthChange};
 pub use fit::{fit, JiffiesFit};
-pub use parse::{parse, BlockEvent, BlockKind, KernelTrace, TraceMeta};
+pub use parse::{parse, BlockEvent, BlockKind, KernelTrace, KyberEvent, KyberEventKind, TraceMeta};
 
 /// Parse a recording and convert it for scheduler `sched`; `hz` overrides the HZ the
 /// recording names (default 250 when it names none, this machine's kernel).

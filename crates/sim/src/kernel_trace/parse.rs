@@ -88,6 +88,69 @@ pub struct JiffySample {
     pub jiffies: u64,
 }
 
+/// One of Kyber's own tracepoints (recorded with `--sched kyber`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KyberEventKind {
+    /// `kyber_adjust`: the domain's token pool was resized to `depth`.
+    Adjust {
+        /// New depth.
+        depth: u32,
+    },
+    /// `kyber_latency`: a percentile the timer produced (`type` is `total` or `I/O`;
+    /// `bucket` is the tracepoint's numerator minus one).
+    Latency {
+        /// `total` or `I/O`.
+        ty: String,
+        /// 90 or 99.
+        percentile: u32,
+        /// Histogram bucket (0-7).
+        bucket: u32,
+        /// Samples the percentile was computed from.
+        samples: u32,
+    },
+    /// `kyber_throttled`: a dispatch found the domain out of tokens.
+    Throttled,
+}
+
+/// A Kyber tracepoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KyberEvent {
+    /// 1-based line in the trace file.
+    pub line: usize,
+    /// Timestamp in ns.
+    pub ts_ns: u64,
+    /// Device major and minor.
+    pub dev: (u32, u32),
+    /// Domain name (`READ`, `WRITE`, `DISCARD`, `OTHER`).
+    pub domain: String,
+    /// The event.
+    pub kind: KyberEventKind,
+}
+
+fn parse_kyber(event: &str, payload: &str) -> Option<(KyberEventKind, (u32, u32), String)> {
+    let f: Vec<&str> = payload.split_whitespace().collect();
+    let dev = parse_dev(f.first()?)?;
+    let domain = f.get(1)?.to_string();
+    let kind = match event {
+        "kyber_adjust" => KyberEventKind::Adjust {
+            depth: f.get(2)?.parse().ok()?,
+        },
+        "kyber_latency" => {
+            // "7,0 READ I/O p90 8/8 samples=512"
+            let (num, _) = f.get(4)?.split_once('/')?;
+            KyberEventKind::Latency {
+                ty: f.get(2)?.to_string(),
+                percentile: f.get(3)?.strip_prefix('p')?.parse().ok()?,
+                bucket: num.parse::<u32>().ok()?.checked_sub(1)?,
+                samples: f.get(5)?.strip_prefix("samples=")?.parse().ok()?,
+            }
+        }
+        "kyber_throttled" => KyberEventKind::Throttled,
+        _ => return None,
+    };
+    Some((kind, dev, domain))
+}
+
 /// What `kernel-trace record` wrote about the recording (`# iosched: key=value`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TraceMeta {
@@ -120,6 +183,11 @@ pub struct KernelTrace {
     pub events: Vec<BlockEvent>,
     /// jiffies samples from the timer events.
     pub samples: Vec<JiffySample>,
+    /// Kyber's tracepoints, when recorded.
+    pub kyber: Vec<KyberEvent>,
+    /// Timestamps (ns) at which `kyber_timer_fn` ran (`timer_expire_entry`), with the
+    /// jiffies it ran at.
+    pub kyber_timer_runs: Vec<JiffySample>,
     /// Lines that look like events but could not be parsed (line, reason).
     pub skipped: Vec<(usize, String)>,
 }
@@ -261,6 +329,25 @@ pub fn parse(text: &str) -> KernelTrace {
                         ts_ns: ts,
                         jiffies: j,
                     });
+                    if field(payload, "function=") == Some("kyber_timer_fn") {
+                        kt.kyber_timer_runs.push(JiffySample {
+                            ts_ns: ts,
+                            jiffies: j,
+                        });
+                    }
+                }
+                continue;
+            }
+            "kyber_adjust" | "kyber_latency" | "kyber_throttled" => {
+                match parse_kyber(event, payload) {
+                    Some((kind, dev, domain)) => kt.kyber.push(KyberEvent {
+                        line: n,
+                        ts_ns: ts,
+                        dev,
+                        domain,
+                        kind,
+                    }),
+                    None => kt.skipped.push((n, format!("bad {event} payload"))),
                 }
                 continue;
             }
@@ -340,6 +427,29 @@ mod tests {
         assert_eq!(kt.events[1].dir(), Some(Dir::Write));
         assert_eq!(kt.events[1].flags(), (false, "S"));
         assert_eq!(kt.events[2].kind, BlockKind::Complete);
+    }
+
+    #[test]
+    fn kyber_events() {
+        let kt = parse(
+            "  kworker/0:1H-80 [000] ..s1.  10.000001: kyber_latency: 7,1 READ I/O p90 8/8 samples=512\n\
+             kworker/0:1H-80 [000] ..s1.  10.000002: kyber_adjust: 7,1 WRITE 32\n\
+             fio-99 [001] .....  10.000003: kyber_throttled: 7,1 WRITE\n",
+        );
+        assert_eq!(kt.kyber.len(), 3);
+        assert_eq!(
+            kt.kyber[0].kind,
+            KyberEventKind::Latency {
+                ty: "I/O".into(),
+                percentile: 90,
+                bucket: 7,
+                samples: 512
+            }
+        );
+        assert_eq!(kt.kyber[1].kind, KyberEventKind::Adjust { depth: 32 });
+        assert_eq!(kt.kyber[1].domain, "WRITE");
+        assert_eq!(kt.kyber[2].kind, KyberEventKind::Throttled);
+        assert_eq!(kt.kyber[2].dev, (7, 1));
     }
 
     #[test]

@@ -285,6 +285,8 @@ pub struct Kyber {
     adjustments: u64,
     /// `kyber_throttled` events, per domain.
     throttled: [u64; NUM_DOMAINS],
+    /// Forced dispatches that found no free token (replay support).
+    forced_without_token: u64,
 }
 
 impl Kyber {
@@ -316,6 +318,7 @@ impl Kyber {
             queued: 0,
             adjustments: 0,
             throttled: [0; NUM_DOMAINS],
+            forced_without_token: 0,
         }
     }
 
@@ -533,6 +536,111 @@ impl Kyber {
         } else {
             None
         }
+    }
+
+    // ---- Forced dispatch (replay) ---------------------------------------------------
+
+    /// Replay support ([`Elevator::force_dispatch`]): take `rq` out as the kernel's
+    /// dispatch of it did. The kernel dispatches only from the flushed list `rqs[d]`
+    /// and only with a token, so:
+    ///
+    /// - **already flushed** (`rqs[d]`): removed from there (normally its head);
+    /// - **still on a kcq list, `rqs[d]` empty**: the kernel's own path: a token first,
+    ///   then every busy kcq of `d` flushed (ascending CPU), then `rq` taken;
+    /// - **still on a kcq list, `rqs[d]` not empty**: the kernel must have flushed it
+    ///   earlier than we did (its flush happens only when its `rqs[d]` is empty). The
+    ///   least it flushed is what the kcqs held when `rq` was inserted: the requests of
+    ///   `d` inserted no later than `rq` (each kcq's prefix, ascending CPU) are
+    ///   appended to `rqs[d]`; later ones stay mergeable on their kcqs.
+    ///
+    /// The token is allocated from the domain's pool on the dispatch CPU, as
+    /// `kyber_get_domain_token` does. If our pool has none free (our depth or held
+    /// tokens differ from the kernel's at that instant), the request leaves without
+    /// one, holds nothing and releases nothing; [`Kyber::forced_without_token`] counts
+    /// these. `cur_domain` becomes `d` and `batching` continues the batch when `d` was
+    /// the current domain with room left, else starts a new one (`batching = 1`): the
+    /// state both of the kernel's paths to a request of `d` leave.
+    fn force_dispatch_rq(&mut self, ctx: &ElvCtx, rq: RqId) -> bool {
+        let hctx = ctx.hctx as usize;
+        if hctx >= self.khd.len() {
+            return false;
+        }
+        let Some(p) = self.rq_priv.get(rq.index()).copied() else {
+            return false;
+        };
+        let d = p.domain as usize;
+        let khd = &self.khd[hctx];
+        let in_rqs = khd.rqs[d].contains(&rq);
+        let kcq_cpu = match self.variant {
+            Variant::Mainline => khd.kcqs.iter().position(|k| k.rq_list[d].contains(&rq)),
+            Variant::Pre418 => khd.ctx_lists.iter().position(|l| l.contains(&rq)),
+        };
+        if !in_rqs && kcq_cpu.is_none() {
+            return false;
+        }
+        if !in_rqs {
+            match self.variant {
+                Variant::Pre418 => self.flush_busy_ctxs(hctx),
+                Variant::Mainline if self.khd[hctx].rqs[d].is_empty() => {
+                    self.flush_busy_kcqs(hctx, d)
+                }
+                Variant::Mainline => {
+                    let cutoff = ctx.rqs.get(rq).alloc_ns;
+                    let rqs_arena = &*ctx.rqs;
+                    let Khd {
+                        rqs, kcqs, kcq_map, ..
+                    } = &mut self.khd[hctx];
+                    let mut map = CtxMask::default();
+                    for (cpu, k) in kcqs.iter_mut().enumerate() {
+                        let list = &mut k.rq_list[d];
+                        let mut n = list
+                            .iter()
+                            .take_while(|&&r| rqs_arena.get(r).alloc_ns <= cutoff)
+                            .count();
+                        if let Some(i) = list.iter().position(|&r| r == rq) {
+                            n = n.max(i + 1);
+                        }
+                        rqs[d].extend(list.drain(..n));
+                        if !list.is_empty() {
+                            map.set(cpu);
+                        }
+                    }
+                    kcq_map[d] = map;
+                }
+            }
+        }
+        let khd = &mut self.khd[hctx];
+        let Some(pos) = khd.rqs[d].iter().position(|&r| r == rq) else {
+            return false;
+        };
+        khd.rqs[d].remove(pos);
+        if khd.cur_domain == d && khd.batching < KYBER_BATCH_SIZE[d] {
+            khd.batching += 1;
+        } else {
+            khd.cur_domain = d;
+            khd.batching = 1;
+        }
+        let cpu = self.dispatch_cpu(hctx);
+        let token = self.domain_tokens[d].get(cpu);
+        let khd = &mut self.khd[hctx];
+        if token.is_some() {
+            self.inflight[d] += 1;
+            if khd.waiting[d] {
+                khd.waiting[d] = false;
+                self.domain_tokens[d].del_wait();
+            }
+        } else {
+            self.forced_without_token += 1;
+        }
+        self.rq_priv[rq.index()].token = token;
+        self.queued -= 1;
+        true
+    }
+
+    /// Forced dispatches ([`Elevator::force_dispatch`]) that found no free token in
+    /// our pool, i.e. where our token state differed from the kernel's.
+    pub fn forced_without_token(&self) -> u64 {
+        self.forced_without_token
     }
 
     // ---- Merging ------------------------------------------------------------------
@@ -814,6 +922,12 @@ impl Elevator for Kyber {
         None
     }
 
+    /// Replay support: see [`Kyber::force_dispatch_rq`] for what is sound when the
+    /// request is still on a kcq list vs already flushed.
+    fn force_dispatch(&mut self, ctx: &mut ElvCtx, rq: RqId) -> bool {
+        self.force_dispatch_rq(ctx, rq)
+    }
+
     /// `kyber_has_work`: flushed requests, or busy kcqs (pre-4.18: busy software
     /// queues).
     fn has_work(&self, ctx: &ElvCtx) -> bool {
@@ -983,6 +1097,12 @@ impl Elevator for Kyber {
             out.push((format!("{p}batching"), khd.batching.to_string()));
         }
         out.push(("depth_adjustments".into(), self.adjustments.to_string()));
+        if self.forced_without_token > 0 {
+            out.push((
+                "forced_without_token".into(),
+                self.forced_without_token.to_string(),
+            ));
+        }
         for d in Domain::ALL {
             out.push((
                 format!("{}_throttled", d.name().to_ascii_lowercase()),
