@@ -141,7 +141,11 @@ fn flush_request_goes_to_the_head_of_dispatch() {
         run_until(&mut q, &mut d, Ns(1_000_000_000), |_, _, _, _| {});
         let ops: Vec<Op> = d.log.iter().map(|c| c.op).collect();
         let flush_at = ops.iter().position(|o| *o == Op::Flush).unwrap();
-        assert_eq!(flush_at == 1, expect_flush_before_writes, "{pos:?}: {ops:?}");
+        assert_eq!(
+            flush_at == 1,
+            expect_flush_before_writes,
+            "{pos:?}: {ops:?}"
+        );
     }
 }
 

@@ -50,7 +50,9 @@ fn max_sectors_and_max_segments_bound_merges() {
     };
     let (log, merges) = plugged(lim, &bios);
     assert_eq!(
-        log.iter().map(|c| (c.sector, c.nr_sectors)).collect::<Vec<_>>(),
+        log.iter()
+            .map(|c| (c.sector, c.nr_sectors))
+            .collect::<Vec<_>>(),
         vec![(0, 16), (16, 16)]
     );
     assert_eq!(merges, [0, 2]);
@@ -202,10 +204,16 @@ fn oversized_bio_splits_into_unmergeable_pieces() {
     assert_eq!(q.submit_bio(Ns(0), write(0, 2048, 7)), Submitted::Split(8));
     q.finish_plug(Ns(0), Some(&mut d));
     let mut owners = vec![];
-    run_until(&mut q, &mut d, Ns(1_000_000_000), |_, _, _, o| owners.push(o));
+    run_until(&mut q, &mut d, Ns(1_000_000_000), |_, _, _, o| {
+        owners.push(o)
+    });
     assert_eq!(d.log.len(), 8);
     assert!(d.log.iter().all(|c| c.nr_sectors == 256));
-    assert_eq!(owners, vec![7], "the owner completes once, with the last piece");
+    assert_eq!(
+        owners,
+        vec![7],
+        "the owner completes once, with the last piece"
+    );
     let st = q.disk_stats(Ns(0));
     assert_eq!((st.ios[1], st.sectors[1], st.merges[1]), (8, 2048, 0));
     // max_segments bounds a piece too: 64 pages = 512 sectors.

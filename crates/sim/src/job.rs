@@ -223,7 +223,7 @@ impl Job {
         n > 0
             && !self.sync_inflight
             && self.writes_issued > 0
-            && self.writes_issued % n == 0
+            && self.writes_issued.is_multiple_of(n)
             && self.synced_at != self.writes_issued
     }
 

@@ -342,7 +342,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
 }
 
 /// Block-layer settings `--set blk.NAME=VALUE` knows, for error messages.
-pub const BLK_SETTINGS: &str = "nr_requests, nomerges, max_sectors_kb, flush_insert, nr_sched_batch";
+pub const BLK_SETTINGS: &str =
+    "nr_requests, nomerges, max_sectors_kb, flush_insert, nr_sched_batch";
 
 /// Apply one `--set blk.NAME=VALUE`, validated as the kernel's sysfs store
 /// functions validate it.

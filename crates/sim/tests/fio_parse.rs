@@ -449,7 +449,10 @@ fn command_line_errors() {
     assert_eq!(e.to_string(), "command line: option '--rate': option 'rate' is not modeled yet (only the no-op value '0' accepted)");
     let ok = cli("--name=a --direct=1 --fsync=1 --fdatasync=4 --end_fsync=1 --sync=dsync").unwrap();
     let j = &ok.jobs[0];
-    assert_eq!((j.fsync_blocks, j.fdatasync_blocks, j.end_fsync, j.sync), (1, 4, true, true));
+    assert_eq!(
+        (j.fsync_blocks, j.fdatasync_blocks, j.end_fsync, j.sync),
+        (1, 4, true, true)
+    );
     let e = cli("--name=a --bs").unwrap_err();
     assert!(e.message().contains("requires an argument"));
     let e = cli("--name=a --bs=").unwrap_err();

@@ -235,7 +235,10 @@ impl Queue {
     /// `flush_end_io`: the device finished the flush; every request on the running
     /// list advances one step.
     pub(super) fn flush_end_io(&mut self, now: Ns) {
-        let id = self.fq.flush_rq.expect("flush completion without a flush request");
+        let id = self
+            .fq
+            .flush_rq
+            .expect("flush completion without a flush request");
         self.put_driver_tag(id);
         self.rqs.get_mut(id).started = false;
         self.stats.flush_ios += 1;

@@ -73,7 +73,12 @@ impl Queue {
     /// one (`blk_mq_issue_direct`), which goes to the tail of `hctx->dispatch`; the
     /// rest, and everything when an elevator is attached, is inserted in one batch
     /// (`insert_requests`) and the queue run.
-    pub(super) fn flush_plug(&mut self, now: Ns, from_schedule: bool, drv: Option<&mut dyn Driver>) {
+    pub(super) fn flush_plug(
+        &mut self,
+        now: Ns,
+        from_schedule: bool,
+        drv: Option<&mut dyn Driver>,
+    ) {
         if self.plug.list.is_empty() {
             return;
         }

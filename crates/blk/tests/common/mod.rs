@@ -5,6 +5,9 @@ use blk::elevator::none::NoneSched;
 use blk::mq::{Driver, FlushInsert, Queue, QueueConfig, QueueRqStatus};
 use blk::{Bio, CgroupId, IoPrio, Ns, Op, ReqFlags, Request, RqId, Sector};
 
+/// A cached write: first sector, sectors, when it entered the cache.
+pub type Cached = (u64, u32, Ns);
+
 /// What the device saw, in acceptance order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cmd {
@@ -34,7 +37,7 @@ pub struct Disk {
     pub log: Vec<Cmd>,
     pub refused: u64,
     /// Written sectors still in the volatile cache, with the time they entered it.
-    pub cache: Vec<(u64, u32, Ns)>,
+    pub cache: Vec<Cached>,
     /// Persisted sectors.
     pub media: Vec<(u64, u32)>,
 }
@@ -75,7 +78,7 @@ impl Disk {
                     self.flush_running = false;
                     // Persist what was cached before the flush started.
                     let started = Ns(t.0 - self.flush_ns);
-                    let (keep, persist): (Vec<(u64, u32, Ns)>, Vec<(u64, u32, Ns)>) =
+                    let (keep, persist): (Vec<Cached>, Vec<Cached>) =
                         self.cache.iter().partition(|c| c.2 > started);
                     self.media.extend(persist.iter().map(|c| (c.0, c.1)));
                     self.cache = keep;
