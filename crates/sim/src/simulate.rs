@@ -317,6 +317,20 @@ impl Simulation {
     fn fill(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         let batch = self.jobs[j].cfg.batch_submit.max(1) as usize;
         let plugs = self.jobs[j].cfg.plugs;
+        if !plugs || batch <= 2 {
+            // Unplugged: each I/O goes down as it is prepared (no batch buffer on
+            // the hot path).
+            while self.jobs[j].can_submit() {
+                let Some(bio) = self.jobs[j].next_bio(now, j) else {
+                    break;
+                };
+                obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                let dev: &mut dyn Driver = self.device.as_mut();
+                self.queue.submit_bio_direct(now, bio, dev);
+            }
+            self.submit_sync_if_due(j, now);
+            return;
+        }
         let mut batch_buf = std::mem::take(&mut self.batch);
         loop {
             while self.jobs[j].can_submit() && batch_buf.len() < batch {
@@ -343,6 +357,12 @@ impl Simulation {
             }
         }
         self.batch = batch_buf;
+        self.submit_sync_if_due(j, now);
+    }
+
+    /// Issue the job's fsync once the I/Os before it are submitted; the job blocks
+    /// until it completes.
+    fn submit_sync_if_due(&mut self, j: usize, now: Ns) {
         if self.jobs[j].sync_due() || self.jobs[j].end_sync_due() {
             let bio = self.jobs[j].sync_bio(now, j);
             let dev: &mut dyn Driver = self.device.as_mut();
