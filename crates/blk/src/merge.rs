@@ -36,6 +36,11 @@ pub struct MergeLimits {
     pub max_sectors: u32,
     /// `max_segments`.
     pub max_segments: u32,
+    /// `max_hw_sectors` (sysfs `max_hw_sectors_kb` × 2): the ceiling for
+    /// `max_sectors`; only passthrough requests may grow up to it.
+    pub max_hw_sectors: u32,
+    /// `max_discard_segments`: discards merge as multi-range requests when above 1.
+    pub max_discard_segments: u32,
 }
 
 impl Default for MergeLimits {
@@ -46,6 +51,8 @@ impl Default for MergeLimits {
             nomerges: 0,
             max_sectors: 8192,
             max_segments: 128,
+            max_hw_sectors: 8192,
+            max_discard_segments: 1,
         }
     }
 }
@@ -71,6 +78,8 @@ pub struct MergeState {
     /// Merge counts per direction (`/proc/diskstats` read/write merges): each bio merged
     /// into a request and each request merged into another counts one.
     pub merges: [u64; 2],
+    /// Discard merges (`/proc/diskstats` discard merges, `STAT_DISCARD`).
+    pub discard_merges: u64,
     hash_head: FxHashMap<u64, RqId>,
     /// Per request slot: (hashed key, next in chain).
     hash_link: Vec<(Option<u64>, Option<RqId>)>,
@@ -165,9 +174,10 @@ impl MergeState {
 const NOMERGE_FLAGS: ReqFlags =
     ReqFlags(ReqFlags::NOMERGE.0 | ReqFlags::PREFLUSH.0 | ReqFlags::FUA.0);
 
-/// `rq_mergeable`: may anything merge into or with this request?
+/// `rq_mergeable`: may anything merge into or with this request? Not a flush, not
+/// marked no-merge, not started, not part of a flush sequence.
 pub fn rq_mergeable(rq: &Request) -> bool {
-    !matches!(rq.op, Op::Flush) && !rq.flags.any(NOMERGE_FLAGS) && !rq.started
+    !matches!(rq.op, Op::Flush) && !rq.flags.any(NOMERGE_FLAGS) && !rq.started && !rq.flush_seq
 }
 
 /// `bio_mergeable`.
@@ -193,6 +203,82 @@ pub fn try_merge(rq: &Request, bio: &Bio) -> Option<MergeKind> {
     } else {
         None
     }
+}
+
+/// Count a merge in the disk statistics the way `blk_account_io_merge_bio` /
+/// `blk_account_io_merge_request` do: per `op_stat_group` (reads, writes, discards).
+fn account_merge(ms: &mut MergeState, op: Op) {
+    match op {
+        Op::Discard => ms.discard_merges += 1,
+        op => ms.merges[op.dir().idx()] += 1,
+    }
+}
+
+/// `blk_discard_mergable`: discards on a device taking several ranges per command
+/// merge whatever their position.
+pub fn discard_mergeable(rq: &Request, lim: &MergeLimits) -> bool {
+    rq.op == Op::Discard && lim.max_discard_segments > 1
+}
+
+/// Outcome of one bio→request merge attempt (`enum bio_merge_status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BioMerge {
+    /// Not compatible or not adjacent: try the next candidate.
+    None,
+    /// Merged: the bio belongs to the request now.
+    Ok,
+    /// Adjacent but over a limit: the request is now marked no-merge; stop looking.
+    Failed,
+}
+
+/// `blk_attempt_bio_merge`: the attempt used by the plug and by the software-queue
+/// scan (no elevator hooks involved beyond what the caller does).
+pub fn attempt_bio_merge(ctx: &mut ElvCtx, rq: RqId, bio: &Bio, bio_id: BioId) -> BioMerge {
+    let lim = ctx.merge.limits;
+    let r = ctx.rqs.get(rq);
+    if !bio_merge_ok(r, bio) {
+        return BioMerge::None;
+    }
+    let ok = if discard_mergeable(r, &lim) {
+        bio_attempt_discard_merge(ctx, rq, bio, bio_id)
+    } else {
+        match try_merge(r, bio) {
+            Some(MergeKind::Back) => bio_attempt_back_merge(ctx, rq, bio, bio_id),
+            Some(MergeKind::Front) => bio_attempt_front_merge(ctx, rq, bio, bio_id),
+            Some(MergeKind::Discard) => bio_attempt_discard_merge(ctx, rq, bio, bio_id),
+            None => return BioMerge::None,
+        }
+    };
+    if ok {
+        BioMerge::Ok
+    } else {
+        BioMerge::Failed
+    }
+}
+
+/// `bio_attempt_discard_merge`: add `bio` as one more range of a multi-range
+/// discard, within `max_discard_segments` and the sector limit.
+pub fn bio_attempt_discard_merge(ctx: &mut ElvCtx, rq: RqId, bio: &Bio, bio_id: BioId) -> bool {
+    let lim = ctx.merge.limits;
+    let r = ctx.rqs.get(rq);
+    if r.nr_segments >= lim.max_discard_segments
+        || r.nr_sectors + bio.nr_sectors > lim.max_sectors.max(lim.max_hw_sectors)
+    {
+        set_nomerge(ctx, rq);
+        return false;
+    }
+    let r = ctx.rqs.get_mut(rq);
+    let tail = r.bio_tail.replace(bio_id);
+    if r.bio_head.is_none() {
+        r.bio_head = Some(bio_id);
+    }
+    r.nr_sectors += bio.nr_sectors;
+    r.nr_segments += 1;
+    if let Some(t) = tail {
+        ctx.bios.set_next(t, Some(bio_id));
+    }
+    account_merge(ctx.merge, Op::Discard);
+    true
 }
 
 /// Mark `rq` as never mergeable again (`req_set_nomerge`).
@@ -230,11 +316,11 @@ pub fn bio_attempt_back_merge(ctx: &mut ElvCtx, rq: RqId, bio: &Bio, bio_id: Bio
     }
     r.nr_sectors += bio.nr_sectors;
     r.nr_segments += bio_segments(bio);
-    let dir = r.dir().idx();
+    let op = r.op;
     if let Some(t) = tail {
         ctx.bios.set_next(t, Some(bio_id));
     }
-    ctx.merge.merges[dir] += 1;
+    account_merge(ctx.merge, op);
     true
 }
 
@@ -251,9 +337,9 @@ pub fn bio_attempt_front_merge(ctx: &mut ElvCtx, rq: RqId, bio: &Bio, bio_id: Bi
     r.sector = bio.sector;
     r.nr_sectors += bio.nr_sectors;
     r.nr_segments += bio_segments(bio);
-    let dir = r.dir().idx();
+    let op = r.op;
     ctx.bios.set_next(bio_id, head);
-    ctx.merge.merges[dir] += 1;
+    account_merge(ctx.merge, op);
     true
 }
 
@@ -321,7 +407,7 @@ pub fn attempt_merge(ctx: &mut ElvCtx, e: &mut dyn Elevator, rq: RqId, next: RqI
     e.requests_merged(ctx, rq, next);
     rqhash_reposition(ctx, rq);
     ctx.merge.last_merge = Some(rq);
-    ctx.merge.merges[b.dir().idx()] += 1;
+    account_merge(ctx.merge, b.op);
     ctx.merge.freed.push(next);
     true
 }
@@ -335,6 +421,9 @@ pub fn elv_merge(ctx: &mut ElvCtx, e: &mut dyn Elevator, bio: &Bio) -> Option<(R
     if let Some(lm) = ctx.merge.last_merge {
         let r = ctx.rqs.get(lm);
         if bio_merge_ok(r, bio) {
+            if discard_mergeable(r, &ctx.merge.limits) {
+                return Some((lm, MergeKind::Discard));
+            }
             if let Some(kind) = try_merge(r, bio) {
                 return Some((lm, kind));
             }
@@ -381,7 +470,8 @@ pub fn sched_try_merge(ctx: &mut ElvCtx, e: &mut dyn Elevator, bio: &Bio, bio_id
             }
             true
         }
-        Some((_, MergeKind::Discard)) | None => false,
+        Some((rq, MergeKind::Discard)) => bio_attempt_discard_merge(ctx, rq, bio, bio_id),
+        None => false,
     }
 }
 

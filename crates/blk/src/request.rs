@@ -91,6 +91,9 @@ pub struct Request {
     /// The request was handed to the driver at least once (`blk_mq_start_request`);
     /// a started request never merges.
     pub started: bool,
+    /// The request is part of a flush sequence (`RQF_FLUSH_SEQ`): it is driven by the
+    /// flush state machine and never merged.
+    pub flush_seq: bool,
     /// First bio of the chain.
     pub bio_head: Option<BioId>,
     /// Last bio of the chain.
@@ -117,6 +120,7 @@ impl Request {
             driver_tag: None,
             uses_sched: false,
             started: false,
+            flush_seq: false,
             bio_head: Some(id),
             bio_tail: Some(id),
         }

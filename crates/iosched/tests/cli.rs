@@ -234,8 +234,8 @@ fn impossible_values() {
         ("buffered.fio", "[j]\nrw=read\n", "buffered"),
         (
             "notmodeled.fio",
-            "[j]\ndirect=1\nrw=write\nfsync=1\n",
-            "fsync",
+            "[j]\ndirect=1\nrw=write\nrate=1m\n",
+            "rate",
         ),
         (
             "bs513.fio",

@@ -113,6 +113,11 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             cgroup: CgroupId(0),
             seed: 42 + i as u64,
             norandommap: false,
+            batch_submit: 1,
+            plugs: false,
+            fsync_blocks: 0,
+            end_fsync: false,
+            fua_writes: false,
         })
         .collect();
     let dev = devices::profile(w.device)

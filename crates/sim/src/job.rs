@@ -95,6 +95,19 @@ pub struct JobConfig {
     pub seed: u64,
     /// fio `norandommap`.
     pub norandommap: bool,
+    /// I/Os submitted together (`iodepth_batch_submit`; 1 for synchronous engines).
+    pub batch_submit: u32,
+    /// The engine plugs a submission of more than two I/Os (libaio's
+    /// `AIO_PLUG_THRESHOLD`, io_uring's `IO_PLUG_THRESHOLD`).
+    pub plugs: bool,
+    /// An fsync (an empty PREFLUSH bio on a block device) after every this many
+    /// writes; 0 = never (fio `fsync` / `fdatasync`; `sync=1` with a synchronous
+    /// engine also flushes after every write, through `generic_write_sync`).
+    pub fsync_blocks: u32,
+    /// One fsync when the job is done (fio `end_fsync`).
+    pub end_fsync: bool,
+    /// Writes carry `REQ_FUA` (fio `sync=1`: O_SYNC/O_DSYNC direct writes).
+    pub fua_writes: bool,
 }
 
 /// One I/O in flight.
@@ -103,6 +116,7 @@ struct IoUnit {
     submit: Ns,
     bytes: u32,
     dir: u8,
+    sync: bool,
 }
 
 /// Run-time state of one clone.
@@ -128,6 +142,10 @@ pub struct Job {
     dir_rng: Pcg64Mcg,
     units: Vec<IoUnit>,
     free_units: Vec<u32>,
+    writes_issued: u64,
+    synced_at: u64,
+    sync_inflight: bool,
+    end_sync_issued: bool,
 }
 
 /// Owner token of a bio: job index and I/O unit.
@@ -170,8 +188,13 @@ impl Job {
         Job {
             dir_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xD1E),
             pickers,
-            units: vec![IoUnit::default(); depth as usize],
+            // One more unit than the depth: the fsync, which fio issues synchronously.
+            units: vec![IoUnit::default(); depth as usize + 1],
             free_units: (0..depth).rev().collect(),
+            writes_issued: 0,
+            synced_at: 0,
+            sync_inflight: false,
+            end_sync_issued: false,
             cfg,
             start: Ns::ZERO,
             started: false,
@@ -184,9 +207,67 @@ impl Job {
         }
     }
 
-    /// Whether the job may submit another I/O now.
+    /// Whether the job may submit another I/O now: started, not stopping, an I/O
+    /// unit free, not blocked in an fsync and no fsync due first.
     pub fn can_submit(&self) -> bool {
-        self.started && !self.stopping && !self.free_units.is_empty()
+        self.started
+            && !self.stopping
+            && !self.free_units.is_empty()
+            && !self.sync_inflight
+            && !self.sync_due()
+    }
+
+    /// An fsync is due (fio's `get_rw_ddir`: every `fsync_blocks` writes issued).
+    pub fn sync_due(&self) -> bool {
+        let n = self.cfg.fsync_blocks as u64;
+        n > 0
+            && !self.sync_inflight
+            && self.writes_issued > 0
+            && self.writes_issued.is_multiple_of(n)
+            && self.synced_at != self.writes_issued
+    }
+
+    /// The end-of-job fsync is due (`end_fsync`: all I/O done, none issued yet).
+    pub fn end_sync_due(&self) -> bool {
+        self.cfg.end_fsync
+            && self.started
+            && self.stopping
+            && self.inflight == 0
+            && !self.end_sync_issued
+    }
+
+    /// The job is blocked in an fsync.
+    pub fn in_sync(&self) -> bool {
+        self.sync_inflight
+    }
+
+    /// Build the fsync's bio (`blkdev_issue_flush`: an empty `REQ_PREFLUSH` write)
+    /// and mark it in flight.
+    pub fn sync_bio(&mut self, now: Ns, job_idx: usize) -> Bio {
+        let unit = self.cfg.depth.max(1);
+        self.units[unit as usize] = IoUnit {
+            submit: now,
+            bytes: 0,
+            dir: 1,
+            sync: true,
+        };
+        self.synced_at = self.writes_issued;
+        if self.stopping {
+            self.end_sync_issued = true;
+        }
+        self.sync_inflight = true;
+        self.inflight += 1;
+        Bio {
+            op: Op::Write,
+            flags: ReqFlags::PREFLUSH,
+            sector: Sector(0),
+            nr_sectors: 0,
+            ioprio: self.cfg.ioprio,
+            pid: self.cfg.pid,
+            cpu: self.cfg.cpu,
+            cgroup: self.cfg.cgroup,
+            owner: owner(job_idx, unit),
+        }
     }
 
     fn limit_reached(&self) -> bool {
@@ -234,13 +315,19 @@ impl Job {
             submit: now,
             bytes: bytes as u32,
             dir: dir as u8,
+            sync: false,
         };
         self.inflight += 1;
+        self.writes_issued += (dir == Dir::Write) as u64;
         self.issued_bytes += bytes;
         self.issued_ios += 1;
         let (op, flags) = match dir {
             Dir::Read => (Op::Read, ReqFlags::SYNC),
             // Direct writes to a block device are REQ_SYNC | REQ_IDLE (dio_bio_write_op).
+            // O_SYNC/O_DSYNC direct writes add REQ_FUA (blkdev_direct_IO).
+            Dir::Write if self.cfg.fua_writes => {
+                (Op::Write, ReqFlags::SYNC | ReqFlags::IDLE | ReqFlags::FUA)
+            }
             Dir::Write => (Op::Write, ReqFlags::SYNC | ReqFlags::IDLE),
         };
         Some(Bio {
@@ -256,16 +343,21 @@ impl Job {
         })
     }
 
-    /// An I/O unit completed.
-    pub fn complete(&mut self, unit: u32, now: Ns) -> IoDone {
+    /// An I/O unit completed; `None` for an fsync (fio reports those apart, and
+    /// iosched does not report them).
+    pub fn complete(&mut self, unit: u32, now: Ns) -> Option<IoDone> {
         let u = self.units[unit as usize];
-        self.free_units.push(unit);
         self.inflight -= 1;
         self.end = now;
-        IoDone {
+        if u.sync {
+            self.sync_inflight = false;
+            return None;
+        }
+        self.free_units.push(unit);
+        Some(IoDone {
             dir: if u.dir == 0 { Dir::Read } else { Dir::Write },
             bytes: u.bytes as u64,
             submit: u.submit,
-        }
+        })
     }
 }

@@ -143,26 +143,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     };
     for (ns, name, value) in &opts.settings {
         if ns == "blk" {
-            match name.as_str() {
-                "nr_requests" => {
-                    let v: u32 = value.parse().map_err(|_| {
-                        RunError::Setting(format!(
-                            "--set blk.nr_requests={value}: expected a positive integer"
-                        ))
-                    })?;
-                    if v == 0 {
-                        return Err(RunError::Setting(
-                            "--set blk.nr_requests=0: must be at least 1".into(),
-                        ));
-                    }
-                    sim.nr_requests = Some(v);
-                }
-                other => {
-                    return Err(RunError::Setting(format!(
-                        "--set blk.{other}: unknown block-layer setting (known: nr_requests)"
-                    )))
-                }
-            }
+            apply_blk_setting(&mut sim, &info, name, value)?;
         } else if *ns == scheduler {
             sim.tunables.push((name.clone(), value.clone()));
         } else {
@@ -315,6 +296,31 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                     opts.seed ^ splitmix(base) ^ (idx as u64).wrapping_mul(0xA24B_AED4_963E_E407),
                 ),
                 norandommap: spec.norandommap,
+                batch_submit: if spec.ioengine.is_async() {
+                    spec.iodepth_batch_submit.max(1)
+                } else {
+                    1
+                },
+                plugs: matches!(
+                    spec.ioengine,
+                    crate::fio::IoEngine::Libaio | crate::fio::IoEngine::IoUring
+                ),
+                fsync_blocks: {
+                    let n = match (spec.fsync_blocks, spec.fdatasync_blocks) {
+                        (0, d) => d,
+                        (f, 0) => f,
+                        (f, d) => f.min(d),
+                    };
+                    // O_SYNC with a synchronous engine: generic_write_sync flushes
+                    // after every write.
+                    if spec.sync && !spec.ioengine.is_async() {
+                        1
+                    } else {
+                        n
+                    }
+                },
+                end_fsync: spec.end_fsync,
+                fua_writes: spec.sync,
             });
         }
         jobs.push(Resolved {
@@ -333,6 +339,68 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         expected_ns,
         expected_bytes,
     })
+}
+
+/// Block-layer settings `--set blk.NAME=VALUE` knows, for error messages.
+pub const BLK_SETTINGS: &str =
+    "nr_requests, nomerges, max_sectors_kb, flush_insert, nr_sched_batch";
+
+/// Apply one `--set blk.NAME=VALUE`, validated as the kernel's sysfs store
+/// functions validate it.
+fn apply_blk_setting(
+    sim: &mut SimConfig,
+    info: &devices::DeviceInfo,
+    name: &str,
+    value: &str,
+) -> Result<(), RunError> {
+    let err = |why: &str| RunError::Setting(format!("--set blk.{name}={value}: {why}"));
+    let uint = || -> Result<u32, RunError> {
+        value
+            .parse::<u32>()
+            .map_err(|_| err("expected a non-negative integer"))
+    };
+    match name {
+        "nr_requests" => {
+            let v = uint()?;
+            if v == 0 {
+                return Err(err("must be at least 1"));
+            }
+            sim.nr_requests = Some(v);
+        }
+        "nomerges" => {
+            // queue_nomerges_store: 0 all merges, 1 simple one-hit merges only,
+            // 2 (or more) no merges.
+            sim.nomerges = uint()?.min(2) as u8;
+        }
+        "max_sectors_kb" => {
+            let v = uint()?;
+            let hw_kb = info.max_hw_sectors / 2;
+            // queue_max_sectors_store: at least a page, at most max_hw_sectors_kb.
+            if v < 4 || v > hw_kb {
+                return Err(err(&format!(
+                    "must be between 4 and the device's max_hw_sectors_kb ({hw_kb})"
+                )));
+            }
+            sim.max_sectors_kb = Some(v);
+        }
+        "flush_insert" => {
+            sim.flush_insert = blk::mq::FlushInsert::from_name(value)
+                .ok_or_else(|| err("expected 'head' (mainline) or 'tail' (v5.6-rc regression)"))?;
+        }
+        "nr_sched_batch" => {
+            let v = uint()?;
+            if v == 0 {
+                return Err(err("must be at least 1"));
+            }
+            sim.nr_sched_batch = Some(v);
+        }
+        other => {
+            return Err(RunError::Setting(format!(
+                "--set blk.{other}: unknown block-layer setting (known: {BLK_SETTINGS})"
+            )))
+        }
+    }
+    Ok(())
 }
 
 /// Collects fio statistics per clone.

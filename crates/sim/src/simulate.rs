@@ -7,8 +7,8 @@
 use crate::engine::EventQueue;
 use crate::job::{split_owner, IoDone, Job, JobConfig};
 use blk::elevator::{self, Elevator, QueueParams, TunableError};
-use blk::mq::{DiskStats, Queue, QueueConfig};
-use blk::{Ns, RqId};
+use blk::mq::{DiskStats, Driver, FlushInsert, Queue, QueueConfig};
+use blk::{Bio, Ns, RqId};
 use devices::Device;
 
 /// What the simulation reports as it runs.
@@ -41,6 +41,8 @@ enum Ev {
     QueueRun,
     Device,
     ElvTimer,
+    /// Bios completed during submission (an fsync on a device without a cache).
+    Deliver,
 }
 
 /// Knobs of one run that are not fio options.
@@ -56,6 +58,15 @@ pub struct SimConfig {
     pub hz: u32,
     /// Simulated CPUs.
     pub nr_cpus: u32,
+    /// `queue/nomerges` (0 all, 1 one-hit cache only, 2 none).
+    pub nomerges: u8,
+    /// `queue/max_sectors_kb`, if set (must not exceed the device's
+    /// `max_hw_sectors_kb`).
+    pub max_sectors_kb: Option<u32>,
+    /// Where the flush request is inserted into `hctx->dispatch`.
+    pub flush_insert: FlushInsert,
+    /// Cap on requests pulled from the elevator per dispatch round.
+    pub nr_sched_batch: Option<u32>,
 }
 
 impl Default for SimConfig {
@@ -66,6 +77,10 @@ impl Default for SimConfig {
             nr_requests: None,
             hz: 250,
             nr_cpus: 8,
+            nomerges: 0,
+            max_sectors_kb: None,
+            flush_insert: FlushInsert::Head,
+            nr_sched_batch: None,
         }
     }
 }
@@ -108,6 +123,8 @@ pub struct Simulation {
     requests: u64,
     groups: Vec<u32>,
     group_left: Vec<usize>,
+    batch: Vec<Bio>,
+    deliver_armed: bool,
 }
 
 impl Simulation {
@@ -136,10 +153,20 @@ impl Simulation {
             rotational: info.rotational,
             limits: blk::merge::MergeLimits {
                 // BLK_DEF_MAX_SECTORS_CAP is 8192 sectors (4 MiB) since v6.17.
-                max_sectors: info.max_hw_sectors.clamp(8, 8192),
+                max_sectors: match cfg.max_sectors_kb {
+                    Some(kb) => (kb * 2).min(info.max_hw_sectors),
+                    None => info.max_hw_sectors.clamp(8, 8192),
+                },
                 max_segments: info.max_segments,
-                nomerges: 0,
+                max_hw_sectors: info.max_hw_sectors,
+                max_discard_segments: 1,
+                nomerges: cfg.nomerges,
             },
+            write_cache: info.write_cache,
+            fua: info.write_cache && info.fua,
+            flush_insert: cfg.flush_insert,
+            nr_sched_batch: cfg.nr_sched_batch,
+            nr_hw_queues: info.nr_hw_queues,
         };
         let mut queue = Queue::new(qcfg, |p: &QueueParams| make(p));
         for (k, v) in &cfg.tunables {
@@ -168,6 +195,8 @@ impl Simulation {
             requests: 0,
             groups,
             group_left,
+            batch: Vec::new(),
+            deliver_armed: false,
         })
     }
 
@@ -208,6 +237,18 @@ impl Simulation {
                     }
                     self.requests += self.done_rqs.len() as u64;
                     self.done_rqs.clear();
+                    // The queue run a completion triggers (SCHED_RESTART, kblockd at
+                    // high priority) goes before the submitters it wakes get to submit
+                    // again; otherwise a task resubmitting at once would always win the
+                    // freed driver tag by direct issue and starve the software queues.
+                    if self.queue.next_run().is_some_and(|t| t <= now) {
+                        let dev: &mut dyn blk::mq::Driver = self.device.as_mut();
+                        self.queue.run(now, dev);
+                    }
+                    self.deliver_completions(now, obs);
+                }
+                Ev::Deliver => {
+                    self.deliver_armed = false;
                     self.deliver_completions(now, obs);
                 }
                 Ev::ElvTimer => {
@@ -230,6 +271,10 @@ impl Simulation {
 
     /// Schedule the queue run, device event and scheduler timer the components want.
     fn arm(&mut self, now: Ns) {
+        if self.queue.has_completed() && !self.deliver_armed {
+            self.deliver_armed = true;
+            self.events.push(now, Ev::Deliver);
+        }
         if let Some(t) = self.queue.next_run() {
             if self.run_armed.is_none_or(|a| t < a) {
                 self.run_armed = Some(t.max(now));
@@ -273,14 +318,63 @@ impl Simulation {
         }
     }
 
-    /// Submit until the job's depth is reached or it stops.
+    /// Submit until the job's depth is reached, it stops, or it blocks in an fsync.
+    /// I/Os go down `batch_submit` at a time (fio's `iodepth_batch_submit`), under a
+    /// plug when the engine plugs batches of more than two; an fsync is issued on
+    /// its own once the I/Os before it are submitted.
     fn fill(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
-        while self.jobs[j].can_submit() {
-            let Some(bio) = self.jobs[j].next_bio(now, j) else {
+        let batch = self.jobs[j].cfg.batch_submit.max(1) as usize;
+        let plugs = self.jobs[j].cfg.plugs;
+        if !plugs || batch <= 2 {
+            // Unplugged: each I/O goes down as it is prepared (no batch buffer on
+            // the hot path).
+            while self.jobs[j].can_submit() {
+                let Some(bio) = self.jobs[j].next_bio(now, j) else {
+                    break;
+                };
+                obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                let dev: &mut dyn Driver = self.device.as_mut();
+                self.queue.submit_bio_direct(now, bio, dev);
+            }
+            self.submit_sync_if_due(j, now);
+            return;
+        }
+        let mut batch_buf = std::mem::take(&mut self.batch);
+        loop {
+            while self.jobs[j].can_submit() && batch_buf.len() < batch {
+                let Some(bio) = self.jobs[j].next_bio(now, j) else {
+                    break;
+                };
+                obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                batch_buf.push(bio);
+            }
+            if batch_buf.is_empty() {
                 break;
-            };
-            obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
-            self.queue.submit_bio(now, bio);
+            }
+            let dev: &mut dyn Driver = self.device.as_mut();
+            if plugs && batch_buf.len() > 2 {
+                self.queue.start_plug();
+                for bio in batch_buf.drain(..) {
+                    self.queue.submit_bio(now, bio);
+                }
+                self.queue.finish_plug(now, Some(dev));
+            } else {
+                for bio in batch_buf.drain(..) {
+                    self.queue.submit_bio_direct(now, bio, dev);
+                }
+            }
+        }
+        self.batch = batch_buf;
+        self.submit_sync_if_due(j, now);
+    }
+
+    /// Issue the job's fsync once the I/Os before it are submitted; the job blocks
+    /// until it completes.
+    fn submit_sync_if_due(&mut self, j: usize, now: Ns) {
+        if self.jobs[j].sync_due() || self.jobs[j].end_sync_due() {
+            let bio = self.jobs[j].sync_bio(now, j);
+            let dev: &mut dyn Driver = self.device.as_mut();
+            self.queue.submit_bio_direct(now, bio, dev);
         }
     }
 
@@ -288,8 +382,9 @@ impl Simulation {
         self.queue.take_completed(&mut self.done_owners);
         for i in 0..self.done_owners.len() {
             let (j, unit) = split_owner(self.done_owners[i]);
-            let io = self.jobs[j].complete(unit, now);
-            obs.io_completed(j, io, io.submit, now);
+            if let Some(io) = self.jobs[j].complete(unit, now) {
+                obs.io_completed(j, io, io.submit, now);
+            }
             self.fill(j, now, obs);
             self.maybe_finish(j, now, obs);
         }
@@ -297,6 +392,9 @@ impl Simulation {
     }
 
     fn maybe_finish(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if self.jobs[j].end_sync_due() {
+            self.fill(j, now, obs);
+        }
         let job = &mut self.jobs[j];
         if job.finished || !job.started || !job.stopping || job.inflight > 0 {
             return;

@@ -57,6 +57,11 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         cgroup: CgroupId(0),
         seed: 1,
         norandommap: false,
+        batch_submit: 1,
+        plugs: false,
+        fsync_blocks: 0,
+        end_fsync: false,
+        fua_writes: false,
     }
 }
 

@@ -6,10 +6,16 @@
 //! `hctx->dispatch_from`). This model keeps one list per CPU and serves them round
 //! robin, oldest first within a CPU; at-head inserts (requeues) go to the front of
 //! their CPU's list, as `blk_mq_insert_request` does for the software queue. No
-//! merging beyond what the block core does, no tunables.
+//! tunables.
+//!
+//! Merging is the kernel's no-elevator merge (`blk_mq_sched_bio_merge` without an
+//! elevator → `blk_bio_list_merge`): the submitting CPU's software queue is scanned
+//! from its newest request, at most 8 requests, skipping incompatible ones and
+//! stopping at the first adjacent one that is over a limit.
 
 use super::{unknown_tunable, Elevator, ElvCtx, QueueParams, TunableError, TunableInfo};
-use crate::request::RqId;
+use crate::merge::{attempt_bio_merge, BioMerge};
+use crate::request::{Bio, BioId, RqId};
 use std::collections::VecDeque;
 
 /// The `none` "scheduler": per-CPU FIFOs (see the module docs).
@@ -31,9 +37,26 @@ impl NoneSched {
     }
 }
 
+/// How many requests `blk_bio_list_merge` looks at, newest first.
+const CTX_MERGE_SCAN: usize = 8;
+
 impl Elevator for NoneSched {
     fn name(&self) -> &'static str {
         "none"
+    }
+
+    fn bio_merge(&mut self, ctx: &mut ElvCtx, bio: &Bio, bio_id: BioId) -> bool {
+        let Some(list) = self.ctx_lists.get(bio.cpu as usize) else {
+            return false;
+        };
+        for &rq in list.iter().rev().take(CTX_MERGE_SCAN) {
+            match attempt_bio_merge(ctx, rq, bio, bio_id) {
+                BioMerge::None => continue,
+                BioMerge::Ok => return true,
+                BioMerge::Failed => return false,
+            }
+        }
+        false
     }
 
     fn insert_requests(&mut self, ctx: &mut ElvCtx, rqs: &[RqId], at_head: bool) {

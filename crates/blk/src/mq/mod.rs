@@ -1,28 +1,47 @@
 //! The blk-mq core between submitters and the driver (`block/blk-mq.c`,
-//! `block/blk-mq-sched.c`): request allocation from scheduler tags, insertion into the
+//! `block/blk-mq-sched.c`, `block/blk-flush.c`, `block/blk-merge.c`): request
+//! allocation from scheduler tags, plugging, merging and splitting, insertion into the
 //! elevator, the dispatch loop with the hardware queue's dispatch list, driver tags and
-//! `SCHED_RESTART`, completion and freeing.
+//! `SCHED_RESTART`, the flush state machine, requeue, completion and freeing.
 //!
-//! A [`Queue`] is driven from outside: [`Queue::submit_bio`] when a task submits I/O,
-//! [`Queue::run`] when a queue run is due (see [`Queue::next_run`]), [`Queue::complete`]
-//! when the device finishes a request and [`Queue::elevator_timer`] when the
-//! scheduler's timer is due. Asynchronous runs (the kernel's kblockd work) are
-//! requested, not performed: the caller reads [`Queue::next_run`] and calls
-//! [`Queue::run`] then, so that ordering follows the caller's event clock.
+//! A [`Queue`] is driven from outside: [`Queue::submit_bio`] (or
+//! [`Queue::submit_bio_direct`], which may hand the request straight to the driver as
+//! the kernel does without an elevator) when a task submits I/O, [`Queue::start_plug`]
+//! / [`Queue::finish_plug`] around a batch, [`Queue::run`] when a queue run is due
+//! (see [`Queue::next_run`]), [`Queue::complete`] when the device finishes a request,
+//! [`Queue::requeue_request`] when the driver gives one back, and
+//! [`Queue::elevator_timer`] when the scheduler's timer is due. Asynchronous work (the
+//! kernel's kblockd run work and requeue work) is requested, not performed: the caller
+//! reads [`Queue::next_run`] and calls [`Queue::run`] then, so that ordering follows
+//! the caller's event clock.
 //!
 //! Modelled: one hardware queue; scheduler tags (`nr_requests`) with the elevator's
-//! shallow depth (`limit_depth`); tasks sleeping on scheduler tags; driver tags (device
-//! queue depth) taken at dispatch; `hctx->dispatch` served first and, when it cannot be
-//! emptied, the elevator not consulted; pulls of up to `nr_requests` (one when
-//! `dispatch_busy`); the 3 ms re-run when the elevator has work but returns nothing; the
-//! 3 ms delay after `BLK_STS_RESOURCE`; `SCHED_RESTART` on every request free; the
-//! `dispatch_busy` EWMA; bio merging through the elevator; `/proc/diskstats` counters.
-//! Not yet: plugging, splitting, the flush machinery, requeue (see the blk-mq issue).
+//! shallow depth (`limit_depth`, as a limit on the whole tag space); tasks sleeping on
+//! scheduler tags (flushing their plug first); driver tags (device queue depth) taken
+//! at dispatch; the per-task plug with plug merging and auto-flush at 32 requests or
+//! after a ≥ 128 KiB request; bio splitting at `max_sectors` / `max_segments`; merging
+//! (plug, then the elevator's `bio_merge` — for `none` the software-queue scan) under
+//! `nomerges`; direct issue without an elevator; `hctx->dispatch` served first and,
+//! when it cannot be emptied, the elevator not consulted; pulls of up to `nr_requests`
+//! (one when `dispatch_busy`); the 3 ms re-run when the elevator has work but returns
+//! nothing; the 3 ms delay after `BLK_STS_RESOURCE`; `SCHED_RESTART` on every request
+//! free; the `dispatch_busy` EWMA; the flush machinery (decomposition, double-buffered
+//! pending lists, one flush in flight, `FLUSH_PENDING_TIMEOUT`, flush request at the
+//! head of `hctx->dispatch`); requeue through the requeue list; `/proc/diskstats`
+//! counters. Not modelled: several hardware queues, shared tag sets, `rq_qos`
+//! throttling, plug request caching (`nr_ios`), zoned devices.
+
+mod flush;
+mod plug;
+mod split;
+
+pub use flush::FlushInsert;
 
 use crate::elevator::{Elevator, ElvCtx, QueueParams};
-use crate::merge::{MergeLimits, MergeState};
+use crate::merge::{bio_mergeable, MergeLimits, MergeState};
 use crate::request::{Bio, BioArena, Request, RqArena, RqId};
-use crate::types::{msecs_to_jiffies, Jiffies, Ns};
+use crate::types::{msecs_to_jiffies, Jiffies, Ns, Op, ReqFlags};
+use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 /// What the driver answers to `queue_rq` (`blk_status_t`).
@@ -59,8 +78,22 @@ pub struct QueueConfig {
     pub hz: u32,
     /// The device is rotational.
     pub rotational: bool,
-    /// Merge limits and `nomerges`.
+    /// Merge and size limits and `nomerges`.
     pub limits: MergeLimits,
+    /// The device has a volatile write cache (`queue/write_cache` = "write back"):
+    /// without one, PREFLUSH and FUA are stripped and empty flushes complete at once.
+    pub write_cache: bool,
+    /// The device supports FUA writes natively (`BLK_FEAT_FUA`); without it a FUA
+    /// write is followed by a post-flush.
+    pub fua: bool,
+    /// Where the flush request goes in `hctx->dispatch` (seed 2).
+    pub flush_insert: FlushInsert,
+    /// Most requests pulled from the elevator per dispatch round (the proposed
+    /// `nr_sched_batch` attribute); `None` = `nr_requests`, as mainline does.
+    pub nr_sched_batch: Option<u32>,
+    /// Hardware queues the device has (only "one or several" matters here: with
+    /// several, a busy hardware queue still issues synchronous requests directly).
+    pub nr_hw_queues: u16,
 }
 
 impl Default for QueueConfig {
@@ -72,6 +105,11 @@ impl Default for QueueConfig {
             hz: 250,
             rotational: false,
             limits: MergeLimits::default(),
+            write_cache: false,
+            fua: false,
+            flush_insert: FlushInsert::Head,
+            nr_sched_batch: None,
+            nr_hw_queues: 1,
         }
     }
 }
@@ -124,7 +162,9 @@ impl TagPool {
 /// `/proc/diskstats` counters of the queue's disk.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiskStats {
-    /// Completed requests per direction.
+    /// Completed requests per direction (an empty PREFLUSH write counts as a write
+    /// with no sectors, as in the kernel; the flush machinery's own flush requests
+    /// do not count here).
     pub ios: [u64; 2],
     /// Sectors per direction.
     pub sectors: [u64; 2],
@@ -134,6 +174,11 @@ pub struct DiskStats {
     pub ticks_ns: [u64; 2],
     /// Time with at least one request owned by the driver, ns (`io_ticks`).
     pub io_ticks_ns: u64,
+    /// Cache flushes sent to the device (`blk_account_io_flush`: the flush fields
+    /// of `/proc/diskstats`).
+    pub flush_ios: u64,
+    /// Sum of flush lifetimes, ns.
+    pub flush_ticks_ns: u64,
 }
 
 impl DiskStats {
@@ -147,10 +192,22 @@ impl DiskStats {
 /// Outcome of [`Queue::submit_bio`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Submitted {
-    /// The bio merged into a queued request.
+    /// The bio merged into a queued or plugged request.
     Merged,
-    /// A new request was allocated and inserted.
+    /// A new request was allocated and inserted (elevator or software queue).
     Inserted(RqId),
+    /// A new request was added to the active plug.
+    Plugged(RqId),
+    /// A new request was handed straight to the driver (no elevator).
+    Issued(RqId),
+    /// A new request went to the flush state machine.
+    Flush(RqId),
+    /// Nothing to do (an empty flush on a device without a volatile cache): the bio
+    /// completed at once, its owner is in [`Queue::take_completed`].
+    Completed,
+    /// The bio exceeded the queue limits and was split into this many pieces, each
+    /// submitted on its own; the owner completes when all have.
+    Split(u32),
     /// No scheduler tag was free: the submitter sleeps; the bio is allocated and
     /// inserted when a tag frees.
     Sleeping,
@@ -160,6 +217,8 @@ pub enum Submitted {
 pub struct Queue {
     cfg: QueueConfig,
     nr_requests: u32,
+    /// An elevator other than `none` is attached (`q->elevator`).
+    has_elevator: bool,
     elevator: Box<dyn Elevator>,
     rqs: RqArena,
     bios: BioArena,
@@ -176,6 +235,16 @@ pub struct Queue {
     stats: DiskStats,
     done: Vec<u64>,
     scratch: VecDeque<RqId>,
+    plug: plug::Plug,
+    fq: flush::FlushQueue,
+    /// `q->requeue_list`: (request, already prepared by the driver — `RQF_DONTPREP`).
+    requeue_list: VecDeque<(RqId, bool)>,
+    /// `q->flush_list`: the flush request waiting for the requeue work.
+    flush_list: Option<RqId>,
+    /// When the requeue work is due.
+    requeue_at: Option<Ns>,
+    /// Owners of split bios → pieces not completed yet (`bio_chain`).
+    split_left: FxHashMap<u64, u32>,
 }
 
 impl std::fmt::Debug for Queue {
@@ -189,7 +258,9 @@ impl std::fmt::Debug for Queue {
 }
 
 impl Queue {
-    /// A queue with the elevator built by `make`.
+    /// A queue with the elevator built by `make`. An elevator named `none` is treated
+    /// as "no elevator": its lists are the software queues, and requests may be
+    /// issued directly.
     pub fn new(cfg: QueueConfig, make: impl FnOnce(&QueueParams) -> Box<dyn Elevator>) -> Queue {
         let nr_requests = cfg.effective_nr_requests();
         let params = QueueParams {
@@ -204,6 +275,7 @@ impl Queue {
         elevator.depth_updated(nr_requests);
         Queue {
             nr_requests,
+            has_elevator: elevator.name() != "none",
             elevator,
             rqs: RqArena::new(),
             bios: BioArena::new(),
@@ -220,6 +292,12 @@ impl Queue {
             stats: DiskStats::default(),
             done: Vec::new(),
             scratch: VecDeque::new(),
+            plug: plug::Plug::default(),
+            fq: flush::FlushQueue::default(),
+            requeue_list: VecDeque::new(),
+            flush_list: None,
+            requeue_at: None,
+            split_left: FxHashMap::default(),
             cfg,
         }
     }
@@ -239,6 +317,11 @@ impl Queue {
         self.nr_requests
     }
 
+    /// The queue's configuration.
+    pub fn config(&self) -> &QueueConfig {
+        &self.cfg
+    }
+
     /// The live request `id`.
     pub fn request(&self, id: RqId) -> &Request {
         self.rqs.get(id)
@@ -254,9 +337,15 @@ impl Queue {
         s
     }
 
-    /// Requests allocated and not yet freed.
+    /// Requests allocated and not yet freed (the flush machinery's preallocated flush
+    /// request is not counted).
     pub fn live_requests(&self) -> usize {
-        self.rqs.live()
+        self.rqs.live() - self.fq.flush_rq.is_some() as usize
+    }
+
+    /// Requests waiting on `hctx->dispatch`.
+    pub fn dispatch_list_len(&self) -> usize {
+        self.dispatch.len()
     }
 
     /// Owners of bios completed since the last call, in completion order.
@@ -264,9 +353,18 @@ impl Queue {
         out.append(&mut self.done);
     }
 
-    /// When the queue wants [`Queue::run`] called next, if at all.
+    /// Whether completed bios are waiting for [`Queue::take_completed`].
+    pub fn has_completed(&self) -> bool {
+        !self.done.is_empty()
+    }
+
+    /// When the queue wants [`Queue::run`] called next, if at all (a hardware queue
+    /// run or the requeue work).
     pub fn next_run(&self) -> Option<Ns> {
-        self.run_at
+        match (self.run_at, self.requeue_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// When the elevator wants [`Queue::elevator_timer`] called, if at all.
@@ -319,53 +417,160 @@ impl Queue {
         )
     }
 
-    /// Submit one bio (`blk_mq_submit_bio`): elevator bio merge, else allocate a
-    /// request from the scheduler tags (sleeping if none is free), insert it and
-    /// request an asynchronous queue run.
+    /// Submit one bio (`blk_mq_submit_bio`) with no driver at hand: where the kernel
+    /// would issue directly (no elevator, hardware queue not busy), the request is
+    /// inserted into its software queue and an immediate run requested instead.
     pub fn submit_bio(&mut self, now: Ns, bio: Bio) -> Submitted {
-        let bio_id = self.bios.alloc(bio);
-        let merged = {
-            let (mut ctx, e) = self.ctx(now);
-            e.bio_merge(&mut ctx, &bio, bio_id)
-        };
-        if merged {
-            self.free_merged(now);
-            return Submitted::Merged;
+        self.submit(now, bio, None)
+    }
+
+    /// Submit one bio (`blk_mq_submit_bio`), issuing it directly to `drv` where the
+    /// kernel does (`blk_mq_try_issue_directly`: no elevator, no plug, hardware
+    /// queue not busy).
+    pub fn submit_bio_direct(&mut self, now: Ns, bio: Bio, drv: &mut dyn Driver) -> Submitted {
+        self.submit(now, bio, Some(drv))
+    }
+
+    fn submit(&mut self, now: Ns, mut bio: Bio, drv: Option<&mut dyn Driver>) -> Submitted {
+        // submit_bio_noacct: without a volatile cache PREFLUSH and FUA mean nothing;
+        // an empty flush completes at once.
+        if bio.flags.any(ReqFlags::PREFLUSH | ReqFlags::FUA) && !self.cfg.write_cache {
+            bio.flags = bio.flags.without(ReqFlags::PREFLUSH | ReqFlags::FUA);
+            if bio.nr_sectors == 0 {
+                self.done.push(bio.owner);
+                return Submitted::Completed;
+            }
         }
-        self.bios.free(bio_id);
+        let max = split::max_io_sectors(&bio, &self.merge.limits);
+        if bio.nr_sectors > max {
+            return self.submit_split(now, bio, max, drv);
+        }
+        self.submit_one(now, bio, drv)
+    }
+
+    /// Steps 4–10 of `blk_mq_submit_bio` for a bio within the limits.
+    fn submit_one(&mut self, now: Ns, bio: Bio, drv: Option<&mut dyn Driver>) -> Submitted {
+        if self.merge.limits.nomerges < 2 && bio_mergeable(&bio) {
+            let bio_id = self.bios.alloc(bio);
+            // blk_mq_attempt_bio_merge: the plug first, then the elevator (or the
+            // software queue).
+            let merged = self.plug_merge(now, &bio, bio_id) || {
+                let (mut ctx, e) = self.ctx(now);
+                e.bio_merge(&mut ctx, &bio, bio_id)
+            };
+            if merged {
+                self.free_merged(now);
+                return Submitted::Merged;
+            }
+            self.bios.free(bio_id);
+        }
         if !self.tag_waiters.is_empty() {
             // Tasks already asleep on tags get them first.
-            self.tag_waiters.push_back(bio);
+            self.sleep_on_tag(now, bio);
             return Submitted::Sleeping;
         }
-        match self.alloc_and_insert(now, bio) {
-            Some(id) => Submitted::Inserted(id),
+        match self.alloc_request(now, &bio) {
+            Some(id) => self.place(now, id, drv),
             None => {
-                self.tag_waiters.push_back(bio);
+                self.sleep_on_tag(now, bio);
                 Submitted::Sleeping
             }
         }
     }
 
-    fn alloc_and_insert(&mut self, now: Ns, bio: Bio) -> Option<RqId> {
-        let limit = self
-            .elevator
-            .limit_depth(bio.op, bio.flags)
-            .unwrap_or(self.nr_requests);
+    /// The submitter sleeps in `blk_mq_get_tag`: going to sleep flushes its plug
+    /// (`from_schedule`, so queue runs are asynchronous).
+    fn sleep_on_tag(&mut self, now: Ns, bio: Bio) {
+        self.flush_plug(now, true, None);
+        self.tag_waiters.push_back(bio);
+    }
+
+    /// `__blk_mq_alloc_requests` + `blk_mq_bio_to_request`: a scheduler tag (within
+    /// the elevator's shallow depth), a request built from the bio, and the
+    /// elevator's `prepare_request`.
+    fn alloc_request(&mut self, now: Ns, bio: &Bio) -> Option<RqId> {
+        let limit = if self.has_elevator {
+            self.elevator
+                .limit_depth(bio.op, bio.flags)
+                .unwrap_or(self.nr_requests)
+        } else {
+            self.nr_requests
+        };
         let tag = self.sched_tags.get(limit)?;
-        let bio_id = self.bios.alloc(bio);
-        let mut rq = Request::from_bio(&bio, bio_id, now);
+        let bio_id = self.bios.alloc(*bio);
+        let mut rq = Request::from_bio(bio, bio_id, now);
         rq.sched_tag = Some(tag);
         rq.uses_sched = true;
         let id = self.rqs.alloc(rq);
-        {
-            let (mut ctx, e) = self.ctx(now);
-            e.prepare_request(&mut ctx, id);
-            e.insert_requests(&mut ctx, &[id], false);
-        }
-        self.free_merged(now);
-        self.run_async(now);
+        let (mut ctx, e) = self.ctx(now);
+        e.prepare_request(&mut ctx, id);
         Some(id)
+    }
+
+    /// Steps 7–10 of `blk_mq_submit_bio`: flush machinery, plug, insertion, or
+    /// direct issue.
+    fn place(&mut self, now: Ns, id: RqId, drv: Option<&mut dyn Driver>) -> Submitted {
+        let rq = self.rqs.get(id);
+        let is_sync = rq.is_sync();
+        if rq.flags.any(ReqFlags::PREFLUSH | ReqFlags::FUA) && self.insert_flush(now, id) {
+            return Submitted::Flush(id);
+        }
+        if self.plug.active {
+            self.add_to_plug(now, id);
+            return Submitted::Plugged(id);
+        }
+        let busy = self.dispatch_busy > 0 && (self.cfg.nr_hw_queues <= 1 || !is_sync);
+        match drv {
+            Some(drv) if !self.has_elevator && !busy => self.issue_directly(now, id, drv),
+            _ => {
+                self.insert_request(now, id, false);
+                self.free_merged(now);
+                self.run_async(now);
+                Submitted::Inserted(id)
+            }
+        }
+    }
+
+    /// `blk_mq_try_issue_directly`: driver tag, `queue_rq`; a refused request goes to
+    /// the tail of `hctx->dispatch` and the queue is run.
+    fn issue_directly(&mut self, now: Ns, id: RqId, drv: &mut dyn Driver) -> Submitted {
+        if !self.get_driver_tag(id) {
+            self.insert_request(now, id, false);
+            self.run_async(now);
+            return Submitted::Inserted(id);
+        }
+        {
+            self.merge.forget(id);
+        }
+        match self.queue_rq(now, id, drv, true) {
+            QueueRqStatus::Ok => {
+                self.update_dispatch_busy(false);
+                Submitted::Issued(id)
+            }
+            _ => {
+                self.update_dispatch_busy(true);
+                self.dispatch.push_back(id);
+                self.run_async(now);
+                Submitted::Inserted(id)
+            }
+        }
+    }
+
+    /// `blk_mq_insert_request`: the flush request to `hctx->dispatch` (head in
+    /// mainline), everything else to the elevator (or the software queue).
+    fn insert_request(&mut self, now: Ns, id: RqId, at_head: bool) {
+        if self.rqs.get(id).op == Op::Flush {
+            // The seed-2 comment: with NCQ a flush cannot be queued while normal
+            // commands are in flight; at the head it blocks further pulls from the
+            // elevator (SCHED_RESTART) and waits longer, so more flushes merge.
+            match self.cfg.flush_insert {
+                FlushInsert::Head => self.dispatch.push_front(id),
+                FlushInsert::Tail => self.dispatch.push_back(id),
+            }
+            return;
+        }
+        let (mut ctx, e) = self.ctx(now);
+        e.insert_requests(&mut ctx, &[id], at_head);
     }
 
     /// Free requests absorbed by merges (`blk_mq_free_request` on the merge free list).
@@ -379,9 +584,12 @@ impl Queue {
     /// sleeping submitters woken.
     fn free_request(&mut self, now: Ns, id: RqId) {
         {
+            let uses_sched = self.rqs.get(id).uses_sched;
             let (mut ctx, e) = self.ctx(now);
             ctx.merge.forget(id);
-            e.finish_request(&mut ctx, id);
+            if uses_sched {
+                e.finish_request(&mut ctx, id);
+            }
         }
         let rq = self.rqs.free(id);
         if let Some(t) = rq.driver_tag {
@@ -390,42 +598,124 @@ impl Queue {
         if let Some(t) = rq.sched_tag {
             self.sched_tags.put(t);
         }
+        self.sched_restart(now);
+        while let Some(bio) = self.tag_waiters.front().copied() {
+            let Some(id) = self.alloc_request(now, &bio) else {
+                break;
+            };
+            self.tag_waiters.pop_front();
+            self.place(now, id, None);
+        }
+    }
+
+    /// `blk_mq_sched_restart`.
+    fn sched_restart(&mut self, now: Ns) {
         if self.sched_restart {
             self.sched_restart = false;
             self.run_async(now);
         }
-        while let Some(bio) = self.tag_waiters.front().copied() {
-            if self.alloc_and_insert(now, bio).is_none() {
-                break;
-            }
-            self.tag_waiters.pop_front();
-        }
     }
 
-    /// The device finished request `id` (`blk_mq_end_request`).
+    /// The device finished request `id` (`blk_mq_end_request`, or the flush
+    /// machinery's end handlers for flush-sequence requests).
     pub fn complete(&mut self, now: Ns, id: RqId) {
-        let (dir, sectors, alloc) = {
-            let r = self.rqs.get(id);
-            (r.dir().idx(), r.nr_sectors as u64, r.alloc_ns)
-        };
-        self.stats.ios[dir] += 1;
-        self.stats.sectors[dir] += sectors;
-        self.stats.ticks_ns[dir] += now.since(alloc);
         self.driver_inflight -= 1;
         if self.driver_inflight == 0 {
             self.stats.io_ticks_ns += now.since(self.busy_since);
         }
-        {
+        if self.fq.flush_rq == Some(id) {
+            self.flush_end_io(now);
+        } else if self.rqs.get(id).flush_seq {
+            self.flush_data_end_io(now, id);
+        } else {
+            self.end_request(now, id);
+        }
+    }
+
+    /// `blk_mq_end_request`: account the I/O, end its bios, free the request.
+    fn end_request(&mut self, now: Ns, id: RqId) {
+        let (dir, sectors, alloc, uses_sched) = {
+            let r = self.rqs.get(id);
+            (r.dir().idx(), r.nr_sectors as u64, r.alloc_ns, r.uses_sched)
+        };
+        self.stats.ios[dir] += 1;
+        self.stats.sectors[dir] += sectors;
+        self.stats.ticks_ns[dir] += now.since(alloc);
+        if uses_sched {
             let (mut ctx, e) = self.ctx(now);
             e.completed_request(&mut ctx, id, now);
         }
         let mut bio = self.rqs.get(id).bio_head;
         while let Some(b) = bio {
-            self.done.push(self.bios.get(b).owner);
+            let owner = self.bios.get(b).owner;
             bio = self.bios.next(b);
             self.bios.free(b);
+            self.bio_endio(owner);
         }
         self.free_request(now, id);
+    }
+
+    /// `bio_endio`: a split bio's owner completes with its last piece.
+    fn bio_endio(&mut self, owner: u64) {
+        if !self.split_left.is_empty() {
+            if let Some(left) = self.split_left.get_mut(&owner) {
+                *left -= 1;
+                if *left > 0 {
+                    return;
+                }
+                self.split_left.remove(&owner);
+            }
+        }
+        self.done.push(owner);
+    }
+
+    /// `blk_mq_requeue_request`: the driver gives back request `id` it had accepted.
+    /// Its driver tag is returned, the elevator's `requeue_request` runs, and the
+    /// requeue work re-inserts it: at the head through the elevator, or — when the
+    /// driver already prepared it (`prepared`, `RQF_DONTPREP`) — at the tail of
+    /// `hctx->dispatch`, where it cannot merge.
+    pub fn requeue_request(&mut self, now: Ns, id: RqId, prepared: bool) {
+        self.driver_inflight -= 1;
+        if self.driver_inflight == 0 {
+            self.stats.io_ticks_ns += now.since(self.busy_since);
+        }
+        self.put_driver_tag(id);
+        let uses_sched = {
+            let r = self.rqs.get_mut(id);
+            r.started = false;
+            r.uses_sched
+        };
+        if uses_sched {
+            let (mut ctx, e) = self.ctx(now);
+            e.requeue_request(&mut ctx, id);
+        }
+        self.requeue_list.push_back((id, prepared));
+        self.kick_requeue(now);
+    }
+
+    /// `blk_mq_kick_requeue_list`: the requeue work runs now (kblockd, no delay).
+    fn kick_requeue(&mut self, now: Ns) {
+        if self.requeue_at.is_none_or(|t| t > now) {
+            self.requeue_at = Some(now);
+        }
+    }
+
+    /// `blk_mq_requeue_work`: re-insert requeued requests (at head through the
+    /// elevator; prepared ones to the tail of `hctx->dispatch`), then the flush
+    /// request, then run the queue.
+    fn requeue_work(&mut self, now: Ns) {
+        while let Some((id, prepared)) = self.requeue_list.pop_front() {
+            if prepared {
+                self.dispatch.push_back(id);
+            } else {
+                self.insert_request(now, id, true);
+            }
+        }
+        if let Some(f) = self.flush_list.take() {
+            self.insert_request(now, f, false);
+        }
+        self.free_merged(now);
+        self.run_async(now);
     }
 
     /// The elevator's timer is due.
@@ -435,8 +725,13 @@ impl Queue {
         self.run_async(now);
     }
 
-    /// A queue run (`blk_mq_sched_dispatch_requests`), if one is due at `now`.
+    /// Work due at `now`: the requeue work, then a queue run
+    /// (`blk_mq_sched_dispatch_requests`).
     pub fn run(&mut self, now: Ns, drv: &mut dyn Driver) {
+        if self.requeue_at.is_some_and(|t| t <= now) {
+            self.requeue_at = None;
+            self.requeue_work(now);
+        }
         match self.run_at {
             Some(t) if t <= now => self.run_at = None,
             _ => return,
@@ -451,7 +746,12 @@ impl Queue {
         if !self.dispatch.is_empty() {
             let mut list = std::mem::take(&mut self.dispatch);
             self.sched_restart = true;
-            if !self.dispatch_rq_list(now, drv, &mut list) {
+            let all = self.dispatch_rq_list(now, drv, &mut list);
+            // Keep the allocation: the list is empty now (leftovers moved back).
+            if self.dispatch.is_empty() {
+                self.dispatch = list;
+            }
+            if !all {
                 return false;
             }
         }
@@ -469,7 +769,7 @@ impl Queue {
         let max_dispatch = if self.dispatch_busy > 0 {
             1
         } else {
-            self.nr_requests
+            self.cfg.nr_sched_batch.unwrap_or(self.nr_requests).max(1)
         };
         let mut list = std::mem::take(&mut self.scratch);
         let mut busy = false;
@@ -532,6 +832,27 @@ impl Queue {
         }
     }
 
+    /// `blk_mq_start_request` + `queue_rq`: on refusal the request is made idle
+    /// again and its driver tag returned (`__blk_mq_requeue_request`).
+    fn queue_rq(&mut self, now: Ns, id: RqId, drv: &mut dyn Driver, last: bool) -> QueueRqStatus {
+        {
+            let r = self.rqs.get_mut(id);
+            r.started = true;
+            r.issue_ns = now;
+        }
+        let st = drv.queue_rq(now, id, self.rqs.get(id), last);
+        if st == QueueRqStatus::Ok {
+            if self.driver_inflight == 0 {
+                self.busy_since = now;
+            }
+            self.driver_inflight += 1;
+        } else {
+            self.rqs.get_mut(id).started = false;
+            self.put_driver_tag(id);
+        }
+        st
+    }
+
     /// `blk_mq_dispatch_rq_list`: true when the whole list went to the driver.
     fn dispatch_rq_list(
         &mut self,
@@ -554,24 +875,10 @@ impl Queue {
             }
             list.pop_front();
             let last = list.is_empty();
-            {
-                let r = self.rqs.get_mut(id);
-                r.started = true;
-                r.issue_ns = now;
-            }
-            match drv.queue_rq(now, id, self.rqs.get(id), last) {
-                QueueRqStatus::Ok => {
-                    queued += 1;
-                    if self.driver_inflight == 0 {
-                        self.busy_since = now;
-                    }
-                    self.driver_inflight += 1;
-                }
+            match self.queue_rq(now, id, drv, last) {
+                QueueRqStatus::Ok => queued += 1,
                 st => {
                     needs_resource = st == QueueRqStatus::Resource;
-                    // __blk_mq_requeue_request: back to idle, tag returned.
-                    self.rqs.get_mut(id).started = false;
-                    self.put_driver_tag(id);
                     list.push_front(id);
                     break;
                 }

@@ -51,9 +51,9 @@
 //!    options (`write_bw_log`, ...) are in this class: no log files are
 //!    written.
 //! 3. **Not modeled yet** options would change the I/O (`rate`, `verify`,
-//!    `fsync`, `thinktime`, `bssplit`, ...) and are rejected with
-//!    `option 'fsync' is not modeled yet`, except when given the value that
-//!    is fio's no-op default (e.g. `fsync=0`, `loops=1`), which is accepted
+//!    `verify`, `thinktime`, `bssplit`, ...) and are rejected with
+//!    `option 'rate' is not modeled yet`, except when given the value that
+//!    is fio's no-op default (e.g. `rate=0`, `loops=1`), which is accepted
 //!    and listed as ignored.
 //!
 //! Anything not in the table is rejected as `unknown option` (fio rejects
@@ -359,6 +359,16 @@ pub struct JobSpec {
     pub iodepth_batch_complete_max: u32,
     /// `thread` (also listed as ignored: it cannot change the I/O).
     pub thread: bool,
+    /// `fsync=N`: an fsync after every N writes (0 = never). On a block device
+    /// fsync is an empty PREFLUSH bio.
+    pub fsync_blocks: u32,
+    /// `fdatasync=N`: as `fsync` (a block device's fsync ignores "datasync").
+    pub fdatasync_blocks: u32,
+    /// `end_fsync`: one fsync when the job's I/O is done.
+    pub end_fsync: bool,
+    /// `sync=1|sync|dsync`: the file is opened O_SYNC/O_DSYNC, making direct
+    /// writes FUA writes.
+    pub sync: bool,
     /// `kb_base` (1024 or 1000), also needed to print sizes like fio.
     pub kb_base: u32,
     /// `percentile_list`, when given (values in 0..=100).

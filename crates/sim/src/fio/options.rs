@@ -134,6 +134,10 @@ static OPTIONS: &[OptDef] = &[
     m("iodepth_batch_complete_min", &["iodepth_batch_complete"], R),
     m("iodepth_batch_complete_max", NONE, R),
     m("thread", NONE, Flag),
+    m("fsync", NONE, R),
+    m("fdatasync", NONE, R),
+    m("end_fsync", NONE, R),
+    m("sync", NONE, R),
     OptDef {
         prio: 1,
         ..m("kb_base", NONE, R)
@@ -286,8 +290,6 @@ static OPTIONS: &[OptDef] = &[
     nm("openfiles", NONE, R, NONE),
     nm("file_service_type", NONE, R, &["roundrobin"]),
     nm("fallocate", NONE, R, NONE),
-    nm("fsync", NONE, R, ZERO),
-    nm("fdatasync", NONE, R, ZERO),
     nm("write_barrier", NONE, R, ZERO),
     nm("sync_file_range", NONE, R, NONE),
     nm("atomic", NONE, R, ZERO),
@@ -370,7 +372,6 @@ static OPTIONS: &[OptDef] = &[
     nm("latency_window", NONE, R, NONE),
     nm("latency_percentile", NONE, R, NONE),
     nm("latency_run", NONE, R, NONE),
-    nm("sync", NONE, R, &["0", "none"]),
     nm("write_hint", NONE, R, NONE),
     nm("create_only", NONE, R, ZERO),
     nm("pre_read", NONE, R, ZERO),
@@ -380,7 +381,6 @@ static OPTIONS: &[OptDef] = &[
         ..nm("cpus_allowed_policy", NONE, R, &["shared"])
     },
     nm("gpu_dev_id", NONE, R, NONE),
-    nm("end_fsync", NONE, R, ZERO),
     nm("fsync_on_close", NONE, R, ZERO),
     nm("end_syncfs", NONE, R, ZERO),
     nm("exitall", NONE, Flag, NONE),
@@ -486,6 +486,10 @@ pub(crate) struct JobState {
     iodepth_batch_complete_min: u32,
     iodepth_batch_complete_max: u32,
     thread: bool,
+    fsync: u32,
+    fdatasync: u32,
+    end_fsync: bool,
+    sync: bool,
     pub kb_base: u32,
     percentile_list: Option<Vec<f64>>,
 }
@@ -525,6 +529,10 @@ impl Default for JobState {
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
             thread: false,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            sync: false,
             kb_base: 1024,
             percentile_list: None,
         }
@@ -696,6 +704,22 @@ impl JobState {
             "iodepth_batch_complete_max" => {
                 self.iodepth_batch_complete_max = int(0, U32_MAX)? as u32
             }
+            "fsync" => self.fsync = int(0, U32_MAX)? as u32,
+            "fdatasync" => self.fdatasync = int(0, U32_MAX)? as u32,
+            "end_fsync" => self.end_fsync = parse_bool(v)?,
+            // fio: none/0 → no flag, sync/1 → O_SYNC, dsync → O_DSYNC. Both make
+            // direct writes to a block device FUA writes.
+            "sync" => {
+                self.sync = match v {
+                    "0" | "none" => false,
+                    "1" | "sync" | "dsync" => true,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for sync (valid: none, 0, sync, 1, dsync)"
+                        ))
+                    }
+                }
+            }
             "kb_base" => {
                 self.kb_base = match v {
                     "1024" => 1024,
@@ -798,6 +822,10 @@ impl JobState {
             iodepth_batch_complete_min: self.iodepth_batch_complete_min,
             iodepth_batch_complete_max: complete_max,
             thread: self.thread,
+            fsync_blocks: self.fsync,
+            fdatasync_blocks: self.fdatasync,
+            end_fsync: self.end_fsync,
+            sync: self.sync,
             kb_base: self.kb_base,
             percentile_list: self.percentile_list.clone(),
             options,
