@@ -118,6 +118,7 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             fsync_blocks: 0,
             end_fsync: false,
             fua_writes: false,
+            submit_cost_ns: 0,
         })
         .collect();
     let dev = devices::profile(w.device)

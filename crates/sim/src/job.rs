@@ -108,12 +108,18 @@ pub struct JobConfig {
     pub end_fsync: bool,
     /// Writes carry `REQ_FUA` (fio `sync=1`: O_SYNC/O_DSYNC direct writes).
     pub fua_writes: bool,
+    /// CPU time the job's thread spends to prepare and submit one I/O (the system
+    /// call and the block layer's submission path), ns. I/Os enter the block layer
+    /// this long after the thread starts on them, one after another, and fio reports
+    /// it as submission latency. 0 = submissions cost nothing.
+    pub submit_cost_ns: u64,
 }
 
 /// One I/O in flight.
 #[derive(Clone, Copy, Debug, Default)]
 struct IoUnit {
     submit: Ns,
+    issue: Ns,
     bytes: u32,
     dir: u8,
     sync: bool,
@@ -136,6 +142,8 @@ pub struct Job {
     pub end: Ns,
     /// I/Os in flight.
     pub inflight: u32,
+    /// The job's thread is busy submitting: a submission event is scheduled.
+    pub cpu_pending: bool,
     issued_bytes: u64,
     issued_ios: u64,
     pickers: [BlockPicker; 2],
@@ -165,8 +173,10 @@ pub struct IoDone {
     pub dir: Dir,
     /// Bytes.
     pub bytes: u64,
-    /// When the job submitted it.
+    /// When the job started submitting it (fio's `io_u` start time).
     pub submit: Ns,
+    /// When it entered the block layer (the end of its submission).
+    pub issue: Ns,
 }
 
 impl Job {
@@ -202,6 +212,7 @@ impl Job {
             finished: false,
             end: Ns::ZERO,
             inflight: 0,
+            cpu_pending: false,
             issued_bytes: 0,
             issued_ios: 0,
         }
@@ -247,6 +258,7 @@ impl Job {
         let unit = self.cfg.depth.max(1);
         self.units[unit as usize] = IoUnit {
             submit: now,
+            issue: now,
             bytes: 0,
             dir: 1,
             sync: true,
@@ -268,6 +280,15 @@ impl Job {
             cgroup: self.cfg.cgroup,
             owner: owner(job_idx, unit),
         }
+    }
+
+    /// The job has issued all it may (size or `number_ios`): it stops submitting.
+    /// Returns whether it is now stopping for that reason.
+    pub fn stop_if_done(&mut self) -> bool {
+        if self.limit_reached() {
+            self.stopping = true;
+        }
+        self.stopping
     }
 
     fn limit_reached(&self) -> bool {
@@ -312,7 +333,8 @@ impl Job {
             bs.min(remaining.max(1))
         };
         self.units[unit as usize] = IoUnit {
-            submit: now,
+            submit: Ns(now.0.saturating_sub(self.cfg.submit_cost_ns)),
+            issue: now,
             bytes: bytes as u32,
             dir: dir as u8,
             sync: false,
@@ -358,6 +380,7 @@ impl Job {
             dir: if u.dir == 0 { Dir::Read } else { Dir::Write },
             bytes: u.bytes as u64,
             submit: u.submit,
+            issue: u.issue,
         })
     }
 }

@@ -43,6 +43,8 @@ enum Ev {
     ElvTimer,
     /// Bios completed during submission (an fsync on a device without a cache).
     Deliver,
+    /// The job's thread finished the CPU work of submitting its next I/O (or batch).
+    JobCpu(usize),
 }
 
 /// Knobs of one run that are not fio options.
@@ -247,6 +249,13 @@ impl Simulation {
                     }
                     self.deliver_completions(now, obs);
                 }
+                Ev::JobCpu(j) => {
+                    self.jobs[j].cpu_pending = false;
+                    let n = self.ios_per_call(j);
+                    self.fill_now(j, now, n, obs);
+                    self.schedule_cpu(j, now);
+                    self.maybe_finish(j, now, obs);
+                }
                 Ev::Deliver => {
                     self.deliver_armed = false;
                     self.deliver_completions(now, obs);
@@ -323,15 +332,57 @@ impl Simulation {
     /// plug when the engine plugs batches of more than two; an fsync is issued on
     /// its own once the I/Os before it are submitted.
     fn fill(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if self.jobs[j].cfg.submit_cost_ns == 0 {
+            self.fill_now(j, now, usize::MAX, obs);
+        } else {
+            self.schedule_cpu(j, now);
+        }
+    }
+
+    /// I/Os submitted per system call: a batch under a plug, else one.
+    fn ios_per_call(&self, j: usize) -> usize {
+        let cfg = &self.jobs[j].cfg;
+        if cfg.plugs && cfg.batch_submit > 2 {
+            cfg.batch_submit as usize
+        } else {
+            1
+        }
+    }
+
+    /// Start the thread's CPU work on its next submission, if it has one and is not
+    /// busy already; the I/Os enter the block layer when the work is done.
+    fn schedule_cpu(&mut self, j: usize, now: Ns) {
+        if self.jobs[j].started {
+            self.jobs[j].stop_if_done();
+        }
+        let job = &self.jobs[j];
+        if job.cpu_pending || !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
+            return;
+        }
+        let n = if job.can_submit() {
+            self.ios_per_call(j)
+                .min((job.cfg.depth.saturating_sub(job.inflight)).max(1) as usize)
+        } else {
+            1
+        };
+        let at = now.add(job.cfg.submit_cost_ns * n as u64);
+        self.jobs[j].cpu_pending = true;
+        self.events.push(at, Ev::JobCpu(j));
+    }
+
+    /// Submit up to `max_ios` I/Os of job `j` now.
+    fn fill_now(&mut self, j: usize, now: Ns, max_ios: usize, obs: &mut dyn IoObserver) {
+        let mut budget = max_ios;
         let batch = self.jobs[j].cfg.batch_submit.max(1) as usize;
         let plugs = self.jobs[j].cfg.plugs;
         if !plugs || batch <= 2 {
             // Unplugged: each I/O goes down as it is prepared (no batch buffer on
             // the hot path).
-            while self.jobs[j].can_submit() {
+            while budget > 0 && self.jobs[j].can_submit() {
                 let Some(bio) = self.jobs[j].next_bio(now, j) else {
                     break;
                 };
+                budget -= 1;
                 obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
                 let dev: &mut dyn Driver = self.device.as_mut();
                 self.queue.submit_bio_direct(now, bio, dev);
@@ -340,8 +391,9 @@ impl Simulation {
             return;
         }
         let mut batch_buf = std::mem::take(&mut self.batch);
-        loop {
-            while self.jobs[j].can_submit() && batch_buf.len() < batch {
+        while budget > 0 {
+            while budget > 0 && self.jobs[j].can_submit() && batch_buf.len() < batch {
+                budget -= 1;
                 let Some(bio) = self.jobs[j].next_bio(now, j) else {
                     break;
                 };
@@ -383,7 +435,7 @@ impl Simulation {
         for i in 0..self.done_owners.len() {
             let (j, unit) = split_owner(self.done_owners[i]);
             if let Some(io) = self.jobs[j].complete(unit, now) {
-                obs.io_completed(j, io, io.submit, now);
+                obs.io_completed(j, io, io.issue, now);
             }
             self.fill(j, now, obs);
             self.maybe_finish(j, now, obs);
@@ -396,7 +448,7 @@ impl Simulation {
             self.fill(j, now, obs);
         }
         let job = &mut self.jobs[j];
-        if job.finished || !job.started || !job.stopping || job.inflight > 0 {
+        if job.finished || !job.started || !job.stopping || job.inflight > 0 || job.cpu_pending {
             return;
         }
         job.finished = true;

@@ -62,6 +62,7 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         fsync_blocks: 0,
         end_fsync: false,
         fua_writes: false,
+        submit_cost_ns: 0,
     }
 }
 
@@ -190,4 +191,38 @@ fn none_serves_software_queues_fairly() {
         *c.per_job.iter().max().unwrap(),
     );
     assert!(hi - lo <= hi / 50, "unfair: {:?}", c.per_job);
+}
+
+#[test]
+fn submission_costs_cpu_time_and_shows_as_slat() {
+    #[derive(Default)]
+    struct Slat(Vec<(u64, u64)>);
+    impl IoObserver for Slat {
+        fn io_completed(&mut self, _job: usize, io: IoDone, issue: Ns, now: Ns) {
+            self.0.push((issue.since(io.submit), now.since(issue)));
+        }
+    }
+    // QD1: every I/O costs 2 us of submission before its 102 us on the device.
+    let mut j = job(RwMode::RandRead, 1, 10 * 4096);
+    j.submit_cost_ns = 2_000;
+    let s = Simulation::new(&SimConfig::default(), ideal(), vec![j]).unwrap();
+    let mut o = Slat::default();
+    let end = s.run(&mut o).end;
+    assert_eq!(o.0.len(), 10);
+    assert!(
+        o.0.iter()
+            .all(|&(slat, clat)| slat == 2_000 && clat == 102_000),
+        "{:?}",
+        o.0
+    );
+    assert_eq!(end, Ns(10 * 104_000));
+    // QD8: the job submits one I/O every 2 us, so the 8th enters 16 us after start.
+    let mut j = job(RwMode::RandRead, 8, 8 * 4096);
+    j.submit_cost_ns = 2_000;
+    let s = Simulation::new(&SimConfig::default(), ideal(), vec![j]).unwrap();
+    let mut o = Slat::default();
+    let end = s.run(&mut o).end;
+    assert_eq!(o.0.len(), 8);
+    assert!(o.0.iter().all(|&(slat, _)| slat == 2_000));
+    assert_eq!(end, Ns(16_000 + 102_000));
 }

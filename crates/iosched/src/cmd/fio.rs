@@ -31,6 +31,7 @@ const OURS: &[&str] = &[
     "seed",
     "hz",
     "cpus",
+    "submit-ns",
 ];
 
 /// Split our options from fio's.
@@ -80,6 +81,7 @@ fn split(args: &[String]) -> Result<(SimArgs, Vec<String>)> {
             "seed" => sim.seed = Some(num(&value)?),
             "hz" => sim.hz = num(&value)? as u32,
             "cpus" => sim.cpus = num(&value)? as u32,
+            "submit-ns" => sim.submit_ns = Some(num(&value)?),
             _ => unreachable!("OURS lists exactly the names matched above"),
         }
         i += 1;
