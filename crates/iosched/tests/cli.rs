@@ -324,7 +324,7 @@ fn compare_runs_every_combination_and_draws_a_chart() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
-    assert_eq!(s.lines().count(), 5, "{s}");
+    assert_eq!(s.lines().count(), 6, "{s}");
     assert!(s.contains("blk.nr_requests=4 device=ideal-sq"), "{s}");
     let chart = std::fs::read_to_string(&svg).unwrap();
     assert!(chart.starts_with("<svg") && chart.contains("IOPS"));

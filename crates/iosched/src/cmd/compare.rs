@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 use sim::fio::parse_job_file;
 use sim::report::RunReport;
-use sim::stats::Dir;
+use sim::stats::{Dir, JobStats};
 
 /// Run one fio job file once per combination of the `--vary` settings and print a
 /// table of IOPS, bandwidth, latency and merges per variant.
@@ -85,19 +85,33 @@ struct Row {
     report: RunReport,
 }
 
-fn dir_figures(r: &RunReport, d: Dir) -> (f64, f64, u64, u64) {
-    let mut iops = 0.0;
-    let mut bw = 0.0;
-    let mut p50 = 0;
-    let mut p99 = 0;
+/// The report's entries merged per fio job name, in report order: a job's clones
+/// (or a reporting group) become one line, and stonewalled phases stay apart.
+fn per_job(r: &RunReport) -> Vec<(String, JobStats)> {
+    let mut names: Vec<&str> = Vec::new();
     for j in &r.jobs {
-        let s = j.stats.dir(d);
-        iops += s.iops_f64();
-        bw += s.bw_bytes() as f64;
-        p50 = p50.max(s.clat.percentile(50.0));
-        p99 = p99.max(s.clat.percentile(99.0));
+        if !names.contains(&j.jobname.as_str()) {
+            names.push(&j.jobname);
+        }
     }
-    (iops, bw, p50, p99)
+    names
+        .into_iter()
+        .map(|n| {
+            let parts = r.jobs.iter().filter(|j| j.jobname == n).map(|j| &j.stats);
+            (n.to_string(), JobStats::merged(parts))
+        })
+        .collect()
+}
+
+/// IOPS, bytes/s, clat p50 and p99 (ns) of one direction.
+fn dir_figures(s: &JobStats, d: Dir) -> (f64, f64, u64, u64) {
+    let ds = s.dir(d);
+    (
+        ds.iops_f64(),
+        ds.bw_bytes() as f64,
+        ds.clat.percentile(50.0),
+        ds.clat.percentile(99.0),
+    )
 }
 
 /// Run the command.
@@ -161,59 +175,66 @@ pub fn run(args: Args) -> Result<()> {
         .collect::<Result<_>>()?;
 
     if json_out {
-        let v: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                let (ri, rb, r50, r99) = dir_figures(&r.report, Dir::Read);
-                let (wi, wb, w50, w99) = dir_figures(&r.report, Dir::Write);
-                let d = &r.report.disk_util[0];
-                json!({
+        let mut v = Vec::new();
+        for r in &rows {
+            let d = &r.report.disk_util[0];
+            for (job, st) in per_job(&r.report) {
+                let (ri, rb, r50, r99) = dir_figures(&st, Dir::Read);
+                let (wi, wb, w50, w99) = dir_figures(&st, Dir::Write);
+                v.push(json!({
                     "variant": r.label,
+                    "job": job,
                     "read": {"iops": ri, "bw_bytes": rb, "clat_p50_ns": r50, "clat_p99_ns": r99},
                     "write": {"iops": wi, "bw_bytes": wb, "clat_p50_ns": w50, "clat_p99_ns": w99},
                     "read_merges": d.read_merges, "write_merges": d.write_merges, "util": d.util,
-                })
-            })
-            .collect();
+                }));
+            }
+        }
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let w = rows.iter().map(|r| r.label.len()).max().unwrap_or(7).max(7);
+        let jw = rows
+            .iter()
+            .flat_map(|r| r.report.jobs.iter().map(|j| j.jobname.len()))
+            .max()
+            .unwrap_or(3)
+            .max(3);
         println!(
-            "{:<w$}  {:>10} {:>11} {:>9} {:>9}  {:>10} {:>11} {:>9} {:>9}  {:>9} {:>9} {:>6}",
-            "variant",
-            "read IOPS",
-            "read MB/s",
-            "r p50 us",
-            "r p99 us",
-            "write IOPS",
-            "write MB/s",
-            "w p50 us",
-            "w p99 us",
-            "r merges",
-            "w merges",
-            "util%"
+            "{:<w$}  {:<jw$}  {:>10} {:>11} {:>9} {:>9}  {:>10} {:>11} {:>9} {:>9}  {:>9} {:>9} {:>6}",
+            "variant", "job", "read IOPS", "read MB/s", "r p50 us", "r p99 us", "write IOPS", "write MB/s", "w p50 us", "w p99 us", "r merges", "w merges", "util%"
         );
         for r in &rows {
-            let (ri, rb, r50, r99) = dir_figures(&r.report, Dir::Read);
-            let (wi, wb, w50, w99) = dir_figures(&r.report, Dir::Write);
             let d = &r.report.disk_util[0];
-            println!(
-                "{:<w$}  {:>10.0} {:>11.1} {:>9.1} {:>9.1}  {:>10.0} {:>11.1} {:>9.1} {:>9.1}  {:>9} {:>9} {:>6.1}",
-                r.label, ri, rb / 1e6, r50 as f64 / 1e3, r99 as f64 / 1e3,
-                wi, wb / 1e6, w50 as f64 / 1e3, w99 as f64 / 1e3,
-                d.read_merges, d.write_merges, d.util
-            );
+            for (job, st) in per_job(&r.report) {
+                let (ri, rb, r50, r99) = dir_figures(&st, Dir::Read);
+                let (wi, wb, w50, w99) = dir_figures(&st, Dir::Write);
+                println!(
+                    "{:<w$}  {:<jw$}  {:>10.0} {:>11.1} {:>9.1} {:>9.1}  {:>10.0} {:>11.1} {:>9.1} {:>9.1}  {:>9} {:>9} {:>6.1}",
+                    r.label, job, ri, rb / 1e6, r50 as f64 / 1e3, r99 as f64 / 1e3,
+                    wi, wb / 1e6, w50 as f64 / 1e3, w99 as f64 / 1e3,
+                    d.read_merges, d.write_merges, d.util
+                );
+            }
         }
+        println!("(merges and util are the whole device's, over all jobs of the run)");
     }
     if let Some(path) = &args.plot {
         let groups: Vec<plot::Group> = rows
             .iter()
-            .map(|r| plot::Group {
-                label: r.label.clone(),
-                values: vec![
-                    dir_figures(&r.report, Dir::Read).0,
-                    dir_figures(&r.report, Dir::Write).0,
-                ],
+            .flat_map(|r| {
+                let jobs = per_job(&r.report);
+                let many = jobs.len() > 1;
+                jobs.into_iter().map(move |(job, st)| plot::Group {
+                    label: if many {
+                        format!("{} {job}", r.label)
+                    } else {
+                        r.label.clone()
+                    },
+                    values: vec![
+                        dir_figures(&st, Dir::Read).0,
+                        dir_figures(&st, Dir::Write).0,
+                    ],
+                })
             })
             .collect();
         let tmp = format!("{path}.iosched-tmp.svg");
