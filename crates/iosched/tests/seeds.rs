@@ -104,7 +104,10 @@ fn seed1_trimmed_600p_reaches_the_seeds_rate() {
 /// docs/seeds.md), on a SATA SSD and a SATA disk.
 #[test]
 fn seed2_flush_at_head_is_faster() {
-    let f = shortened("2-flush-at-head.fio", &[("number_ios=256", "number_ios=32")]);
+    let f = shortened(
+        "2-flush-at-head.fio",
+        &[("number_ios=256", "number_ios=32")],
+    );
     for dev in ["ssd-sata", "hdd-7200"] {
         let rows = compare(
             &f,
