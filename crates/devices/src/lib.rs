@@ -153,6 +153,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "nvme-600p-128g.toml",
         include_str!("../profiles/nvme-600p-128g.toml"),
     ),
+    (
+        "nvme-600p-128g-trimmed.toml",
+        include_str!("../profiles/nvme-600p-128g-trimmed.toml"),
+    ),
     ("nvme-gen4.toml", include_str!("../profiles/nvme-gen4.toml")),
 ];
 

@@ -47,6 +47,9 @@ use blk::{Ns, Op, ReqFlags, Request, RqId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+/// Granularity of the FTL's logical-to-physical map, sectors (4 KiB).
+const MAP_SECTORS: u64 = 8;
+
 /// The host interface.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Interface {
@@ -101,6 +104,11 @@ pub struct FlashParams {
     pub flush_us: f64,
     /// Largest command, KiB.
     pub max_hw_kib: u32,
+    /// The drive starts with every LBA deallocated (new, secure-erased, or after a
+    /// whole-device discard): reads of LBAs not written since touch no flash.
+    pub trimmed: bool,
+    /// Serial controller time per read whose LBAs are all deallocated, ns.
+    pub unmapped_read_ns: f64,
 }
 
 impl FlashParams {
@@ -138,6 +146,8 @@ impl FlashParams {
             write_buffer_kib: d.int("write_buffer_kib", 4, 1 << 24)? as u32,
             flush_us: d.nonneg("flush_us")?,
             max_hw_kib: d.int("max_hw_kib", 4, 1 << 16)? as u32,
+            trimmed: d.bool("trimmed")?,
+            unmapped_read_ns: d.nonneg("unmapped_read_ns")?,
         };
         if p.interface == Interface::Sata {
             if p.queue_depth > 32 {
@@ -274,6 +284,18 @@ impl FlashParams {
                 self.max_hw_kib,
                 "largest command (max_hw_sectors_kb)",
             ),
+            row(
+                "trimmed",
+                "bool",
+                self.trimmed,
+                "every LBA starts deallocated: reads of unwritten LBAs skip the flash",
+            ),
+            row(
+                "unmapped_read_ns",
+                "ns",
+                fmt_num(self.unmapped_read_ns),
+                "serial firmware time per read of deallocated LBAs only",
+            ),
         ]
     }
 }
@@ -314,6 +336,9 @@ pub struct Flash {
     next_die: u32,
     outstanding: u32,
     flush_id: Option<RqId>,
+    /// With `trimmed`: one bit per 4 KiB of LBA space, set once written (the FTL has
+    /// a mapping for it). `None`: every LBA is mapped.
+    mapped: Option<Vec<u64>>,
     done: BinaryHeap<Reverse<(Ns, u64, RqId)>>,
     seq: u64,
 }
@@ -357,6 +382,9 @@ impl Flash {
             next_die: 0,
             outstanding: 0,
             flush_id: None,
+            mapped: p
+                .trimmed
+                .then(|| vec![0u64; (p.capacity_bytes / 4096 / 64 + 1) as usize]),
             done: BinaryHeap::with_capacity(256),
             seq: 0,
             info,
@@ -387,6 +415,42 @@ impl Flash {
             kind,
             fua,
         }));
+    }
+
+    /// The 4 KiB mapping units `[lba, lba + n)` touches.
+    fn map_units(lba: u64, n: u32) -> std::ops::Range<u64> {
+        lba / MAP_SECTORS..(lba + n.max(1) as u64).div_ceil(MAP_SECTORS)
+    }
+
+    /// Whether every LBA of `[lba, lba + n)` is deallocated.
+    fn all_unmapped(&self, lba: u64, n: u32) -> bool {
+        let Some(m) = &self.mapped else {
+            return false;
+        };
+        Self::map_units(lba, n).all(|u| m[(u / 64) as usize] & (1 << (u % 64)) == 0)
+    }
+
+    /// A write gives `[lba, lba + n)` a mapping; a discard removes the mapping of the
+    /// 4 KiB units it covers entirely.
+    fn set_mapped(&mut self, lba: u64, n: u32, on: bool) {
+        let Some(m) = &mut self.mapped else {
+            return;
+        };
+        let r = if on {
+            Self::map_units(lba, n)
+        } else {
+            lba.div_ceil(MAP_SECTORS)..(lba + n as u64) / MAP_SECTORS
+        };
+        for u in r {
+            let (w, b) = ((u / 64) as usize, 1u64 << (u % 64));
+            if w < m.len() {
+                if on {
+                    m[w] |= b;
+                } else {
+                    m[w] &= !b;
+                }
+            }
+        }
     }
 
     /// Serial controller stage.
@@ -552,16 +616,25 @@ impl Driver for Flash {
         let n = rq.nr_sectors;
         match rq.op {
             Op::Read => {
-                let t = self.controller(now, self.p.controller_read_ns);
-                let t = t.add(us_to_ns(self.p.read_overhead_us));
                 let lba = rq
                     .sector
                     .0
                     .min(self.info.capacity_sectors.saturating_sub(1));
-                let ready = self.flash_read(t, lba, n.max(1));
+                let ready = if self.all_unmapped(lba, n) {
+                    // Deallocated: the FTL finds no mapping and returns zeros
+                    // without a flash read (NVMe DLFEAT / ATA "deterministic read
+                    // zeros after TRIM").
+                    let t = self.controller(now, self.p.unmapped_read_ns);
+                    t.add(us_to_ns(self.p.read_overhead_us))
+                } else {
+                    let t = self.controller(now, self.p.controller_read_ns);
+                    let t = t.add(us_to_ns(self.p.read_overhead_us));
+                    self.flash_read(t, lba, n.max(1))
+                };
                 self.enqueue_link(ready, id, n, 0, false);
             }
             Op::Write => {
+                self.set_mapped(rq.sector.0, n, true);
                 let t = self.controller(now, self.p.controller_write_ns);
                 let fua = rq.flags.has(ReqFlags::FUA);
                 if rq.flags.has(ReqFlags::PREFLUSH) {
@@ -583,6 +656,7 @@ impl Driver for Flash {
                 self.enqueue_link(t, id, 0, 2, false);
             }
             Op::Discard => {
+                self.set_mapped(rq.sector.0, n, false);
                 // Only the mapping update: controller time.
                 let t = self.controller(now, self.p.controller_write_ns);
                 self.complete(t, id);

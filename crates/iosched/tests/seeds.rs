@@ -1,0 +1,172 @@
+//! The seed-patch experiments of `docs/seeds.md`, each run with its one command
+//! (`iosched compare ... --vary ...`) on a shortened job, asserting the *direction* of
+//! the effect where the simulator reproduces it, and the mechanism where the report
+//! does not show it (seed 2's flush count).
+
+use std::process::Command;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// The seed's job file with `from` replaced by `to` (to shorten it), in a temp file.
+fn shortened(file: &str, edits: &[(&str, &str)]) -> String {
+    let mut text = std::fs::read_to_string(format!("{ROOT}/examples/seeds/{file}")).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "{file} has no '{from}'");
+        text = text.replace(from, to);
+    }
+    let dir = std::env::temp_dir().join(format!("iosched-seeds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(file);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// `iosched compare FILE ARGS --output-format json`: (variant, read IOPS, write IOPS).
+fn compare(file: &str, args: &[&str]) -> Vec<(String, f64, f64)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_iosched"))
+        .arg("compare")
+        .arg(file)
+        .args(args)
+        .args(["--output-format", "json"])
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .output()
+        .expect("run iosched");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["variant"].as_str().unwrap().to_string(),
+                r["read"]["iops"].as_f64().unwrap(),
+                r["write"]["iops"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Seed 0: the command runs for every variant. The seed's direction (head-request
+/// faster) is NOT reproduced yet (docs/seeds.md explains why), so nothing is asserted
+/// about it here.
+#[test]
+fn seed0_command_runs() {
+    let f = shortened(
+        "0-mq-deadline-head-request.fio",
+        &[("runtime=300", "runtime=50ms")],
+    );
+    let rows = compare(
+        &f,
+        &[
+            "--device",
+            "raid0-2x-mg04aca400n",
+            "--set",
+            "mq-deadline.fifo_batch=1",
+            "--vary",
+            "mq-deadline.variant=mainline,head-request",
+        ],
+    );
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r.1 > 0.0));
+}
+
+/// Seed 1, without the patch: 4 KiB reads, 8 jobs x QD64, on the 600p. With the LBAs
+/// deallocated (the seed's state) sequential and random reads both run at the
+/// firmware's command rate, ~151-153k IOPS as the seed measured; with the LBAs written
+/// they are flash/controller-bound at Intel's 35k.
+#[test]
+fn seed1_trimmed_600p_reaches_the_seeds_rate() {
+    for file in ["1-kyber-merging.fio", "1-kyber-merging-rand.fio"] {
+        let f = shortened(file, &[("size=256m", "size=8m")]);
+        let rows = compare(
+            &f,
+            &["--vary", "device=nvme-600p-128g,nvme-600p-128g-trimmed"],
+        );
+        let (written, trimmed) = (rows[0].1, rows[1].1);
+        assert!(
+            (written - 35_700.0).abs() < 0.15 * 35_700.0,
+            "{file}: written {written}"
+        );
+        // The seed: 151k sequential, 153k random.
+        assert!(
+            (trimmed - 152_000.0).abs() < 0.15 * 152_000.0,
+            "{file}: trimmed {trimmed}"
+        );
+    }
+}
+
+/// Seed 2: the flush request at the head of hctx->dispatch finishes block/004 sooner
+/// than at the tail (the seed: ~10 % less runtime; here the effect is larger, see
+/// docs/seeds.md), on a SATA SSD and a SATA disk.
+#[test]
+fn seed2_flush_at_head_is_faster() {
+    let f = shortened(
+        "2-flush-at-head.fio",
+        &[("number_ios=256", "number_ios=32")],
+    );
+    for dev in ["ssd-sata", "hdd-7200"] {
+        let rows = compare(
+            &f,
+            &["--device", dev, "--vary", "blk.flush_insert=head,tail"],
+        );
+        let (head, tail) = (rows[0].2, rows[1].2);
+        assert!(head > 1.05 * tail, "{dev}: head {head} tail {tail}");
+    }
+}
+
+/// Seed 2's mechanism: at the head, flushes wait for the NCQ queue to drain while
+/// more fsyncs join the pending list, so fewer flushes reach the device.
+#[test]
+fn seed2_flush_at_head_merges_more_flushes() {
+    use blk::mq::FlushInsert;
+    use blk::{CgroupId, IoPrio};
+    use sim::job::{JobConfig, RwMode};
+    use sim::simulate::{NoObserver, SimConfig, Simulation};
+    let job = |i: u32| JobConfig {
+        name: "flushes".into(),
+        job_index: i,
+        group: 0,
+        rw: RwMode::RandWrite,
+        rwmixread: 50,
+        bs: [4096, 4096],
+        offset: 0,
+        size: 1 << 30,
+        io_limit: 1 << 30,
+        number_ios: Some(32),
+        runtime: None,
+        time_based: false,
+        ramp_time: 0,
+        depth: 1,
+        async_engine: false,
+        cpu: i % 8,
+        pid: 1000 + i,
+        ioprio: IoPrio::default(),
+        cgroup: CgroupId(0),
+        seed: 1 + i as u64,
+        norandommap: true,
+        batch_submit: 1,
+        plugs: false,
+        fsync_blocks: 1,
+        end_fsync: false,
+        fua_writes: false,
+        submit_cost_ns: 1500,
+    };
+    let flushes = |fi: FlushInsert| {
+        let cfg = SimConfig {
+            scheduler: "mq-deadline".into(),
+            flush_insert: fi,
+            ..Default::default()
+        };
+        let dev = devices::profile("ssd-sata").unwrap().build();
+        let sim = Simulation::new(&cfg, dev, (0..64).map(job).collect()).unwrap();
+        sim.run(&mut NoObserver).disk.flush_ios
+    };
+    let (head, tail) = (flushes(FlushInsert::Head), flushes(FlushInsert::Tail));
+    // 64 x 32 fsyncs: at the tail most get a flush of their own; at the head several share one.
+    assert!(tail > 1500, "tail {tail}");
+    assert!(2 * head < tail, "head {head} tail {tail}");
+}
