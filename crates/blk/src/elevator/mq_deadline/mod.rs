@@ -507,14 +507,12 @@ impl MqDeadline {
 
     fn tree_del(&mut self, lv: usize, dir: usize, id: RqId) {
         let l = &mut self.levels[lv];
+        let sector = self.sort.sector(id.0);
+        let next = self.sort.remove(&mut l.sort[dir], id.0);
         let c = &mut l.cursor[dir];
         if c.rq == id.0 {
-            *c = Cursor {
-                pos: self.sort.sector(id.0),
-                rq: self.sort.next(id.0),
-            };
+            *c = Cursor { pos: sector, rq: next };
         }
-        self.sort.remove(&mut l.sort[dir], id.0);
     }
 
     /// `rb` index → request, [`rbtree::NIL`] → `None`.
@@ -600,7 +598,26 @@ impl MqDeadline {
     /// `__dd_dispatch_request`: pick from one level, refusing a request that arrived
     /// after `latest_start`. The batch/direction bookkeeping done before that refusal
     /// stays, as in the kernel.
+    #[inline]
     fn dispatch_level(
+        &mut self,
+        ctx: &mut ElvCtx,
+        lv: usize,
+        latest_start: Jiffies,
+        aged: bool,
+    ) -> Option<RqId> {
+        // An empty level (the usual case for RT and IDLE) has an empty tree, so the
+        // kernel's path would find nothing and change nothing: skip it without
+        // paying for the call.
+        let l = &self.levels[lv];
+        if l.fifo[READ].is_empty() && l.fifo[WRITE].is_empty() {
+            return None;
+        }
+        self.dispatch_busy_level(ctx, lv, latest_start, aged)
+    }
+
+    /// [`Self::dispatch_level`] for a level with something queued.
+    fn dispatch_busy_level(
         &mut self,
         ctx: &mut ElvCtx,
         lv: usize,

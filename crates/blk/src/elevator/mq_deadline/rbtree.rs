@@ -158,6 +158,7 @@ impl Forest {
 
     /// Rotate `x` down to side `d`: its child on the other side takes its place
     /// (`d == LEFT` is the classic left rotation).
+    #[inline]
     fn rotate(&mut self, root: &mut u32, x: u32, d: usize) {
         let y = self.nodes[x as usize].child[1 - d];
         let inner = self.nodes[y as usize].child[d];
@@ -183,7 +184,9 @@ impl Forest {
     }
 
     /// Remove `z` from the tree at `root` (`elv_rb_del`). `z` must be in it.
-    pub(super) fn remove(&mut self, root: &mut u32, z: u32) {
+    /// Returns the node that followed `z` in order (or [`NIL`]): the two-children
+    /// case finds it anyway, and the dispatch cursor wants it.
+    pub(super) fn remove(&mut self, root: &mut u32, z: u32) -> u32 {
         let Node {
             child: [zl, zr],
             red: z_red,
@@ -191,8 +194,11 @@ impl Forest {
         } = self.nodes[z as usize];
         // `x` is the subtree that moved into the removed black node's place (maybe
         // empty, hence its parent `xp` is tracked separately).
-        let (x, xp, removed_red);
+        let (x, xp, removed_red, next);
         if zl == NIL || zr == NIL {
+            // A single child of a red-black node is a red leaf, so if it is on the
+            // right it is also z's successor; otherwise that is up the tree.
+            next = if zr != NIL { zr } else { self.step(z, RIGHT) };
             x = if zl == NIL { zr } else { zl };
             (xp, removed_red) = (self.nodes[z as usize].parent, z_red);
             self.transplant(root, z, x);
@@ -210,6 +216,7 @@ impl Forest {
                 ..
             } = self.nodes[y as usize];
             removed_red = y_red;
+            next = y;
             x = yr;
             if yp == z {
                 xp = y;
@@ -228,6 +235,7 @@ impl Forest {
             self.remove_fixup(root, x, xp);
         }
         *self.n(z) = Node::EMPTY;
+        next
     }
 
     fn remove_fixup(&mut self, root: &mut u32, mut x: u32, mut xp: u32) {
@@ -386,7 +394,8 @@ mod tests {
                 let id = (next() % 300) as u32;
                 if let Some(k) = key_of[id as usize].take() {
                     model.remove(&k);
-                    f.remove(&mut root, id);
+                    let want = model.range(k..).next().map_or(NIL, |(_, &v)| v);
+                    assert_eq!(f.remove(&mut root, id), want, "successor of {id}");
                 } else {
                     seq += 1;
                     let s = next() % spread;
