@@ -77,6 +77,9 @@ pub struct MergeState {
     /// Per request slot: its key and doubly linked bucket chain, so that removal
     /// (every dispatched request) is O(1) with no lookup.
     hash_link: Vec<HashLink>,
+    /// `64 − log₂(buckets)`: the bucket of a key is the top bits of its product
+    /// with a constant.
+    hash_shift: u32,
 }
 
 /// End of a bucket chain, or an empty bucket.
@@ -118,8 +121,7 @@ impl MergeState {
     /// sectors are often multiples of a power of two).
     #[inline]
     fn bucket(&self, key: u64) -> usize {
-        let bits = self.hash_head.len().trailing_zeros();
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.hash_shift) as usize
     }
 
     /// Grow the slot table to hold `rq`, and the bucket array to at least as many
@@ -138,6 +140,7 @@ impl MergeState {
             return;
         }
         let old = std::mem::replace(&mut self.hash_head, vec![HASH_NIL; want]);
+        self.hash_shift = 64 - want.trailing_zeros();
         let mut tails = vec![HASH_NIL; want];
         for head in old {
             let mut cur = head;
@@ -185,13 +188,14 @@ impl MergeState {
 
     /// `elv_rqhash_del`: remove `rq` from the hash if it is there.
     pub fn rqhash_del(&mut self, rq: RqId) {
-        let Some(&HashLink { key, prev, next }) = self.hash_link.get(rq.index()) else {
+        let Some(link) = self.hash_link.get_mut(rq.index()) else {
             return;
         };
+        let HashLink { key, prev, next } = *link;
         if prev == UNHASHED {
             return;
         }
-        self.hash_link[rq.index()] = HashLink::UNHASHED;
+        *link = HashLink::UNHASHED;
         match prev {
             HASH_NIL => {
                 let b = self.bucket(key);

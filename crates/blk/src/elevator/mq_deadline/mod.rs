@@ -511,7 +511,10 @@ impl MqDeadline {
         let next = self.sort.remove(&mut l.sort[dir], id.0);
         let c = &mut l.cursor[dir];
         if c.rq == id.0 {
-            *c = Cursor { pos: sector, rq: next };
+            *c = Cursor {
+                pos: sector,
+                rq: next,
+            };
         }
     }
 
