@@ -69,6 +69,20 @@
 //! | `dd_limit_depth`, `dd_depth_updated` | `limit_depth`, `depth_updated` |
 //! | `dd_has_work` | `has_work` |
 //!
+//! # Data structures
+//!
+//! Per-request scheduler data lives in side tables indexed by [`RqId::index`], and
+//! every per-request list is intrusive, so the steady state allocates nothing:
+//! - the sort trees are intrusive red-black trees keyed by start sector, equal
+//!   sectors in insertion order (module `rbtree`, which explains the choice);
+//! - each level and direction remembers its last `deadline_from_pos` answer
+//!   (`Cursor`) and keeps it exact as requests come and go, so a dispatch that
+//!   continues the sweep (the common case) needs no tree search;
+//! - the FIFOs are doubly linked through `DdRq`, so merges can unlink from the
+//!   middle;
+//! - the shared end-sector merge hash (`crate::merge`) is a chained table with O(1)
+//!   removal.
+//!
 //! Known divergence: `elv_rb_find` (front-merge lookup) returns whichever of several
 //! requests with the same start sector it meets first while descending the red-black
 //! tree, which depends on the tree's shape; this model tests the oldest one (leftmost
