@@ -71,8 +71,8 @@ pub struct MergeState {
     /// into a request and each request merged into another counts one.
     pub merges: [u64; 2],
     /// End-sector hash: chained buckets (first request of each, or [`HASH_NIL`]), a
-    /// power-of-two count at least twice the number of request slots, so chains stay
-    /// short without a general-purpose map's probing and key copies.
+    /// power-of-two count at least four times the number of request slots, so chains
+    /// stay short without a general-purpose map's probing and key copies.
     hash_head: Vec<u32>,
     /// Per request slot: its key and doubly linked bucket chain, so that removal
     /// (every dispatched request) is O(1) with no lookup.
@@ -131,9 +131,10 @@ impl MergeState {
         if rq.index() >= self.hash_link.len() {
             self.hash_link.resize(rq.index() + 1, HashLink::UNHASHED);
         }
-        // At most one request per two buckets: most lookups then meet an empty
-        // bucket or a single entry, which keeps the chain walks' branches predictable.
-        let want = (2 * self.hash_link.len())
+        // At most one request per four buckets: most lookups then meet an empty
+        // bucket or a single entry, which keeps the chain walks short and their
+        // branches predictable (measured: 4× beat 2×, which beat 1×).
+        let want = (4 * self.hash_link.len())
             .next_power_of_two()
             .max(1 << MIN_HASH_BITS);
         if want <= self.hash_head.len() {
