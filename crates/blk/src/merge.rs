@@ -13,7 +13,6 @@
 use crate::elevator::{Elevator, ElvCtx};
 use crate::request::{Bio, BioId, Request, RqId};
 use crate::types::{Op, ReqFlags};
-use rustc_hash::FxHashMap;
 
 /// Kind of a merge (`enum elv_merge`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,9 +79,42 @@ pub struct MergeState {
     pub merges: [u64; 2],
     /// Discard merges (`/proc/diskstats` discard merges, `STAT_DISCARD`).
     pub discard_merges: u64,
-    hash_head: FxHashMap<u64, RqId>,
-    /// Per request slot: (hashed key, next in chain).
-    hash_link: Vec<(Option<u64>, Option<RqId>)>,
+    /// End-sector hash: chained buckets (first request of each, or [`HASH_NIL`]), a
+    /// power-of-two count at least four times the number of request slots, so chains
+    /// stay short without a general-purpose map's probing and key copies.
+    hash_head: Vec<u32>,
+    /// Per request slot: its key and doubly linked bucket chain, so that removal
+    /// (every dispatched request) is O(1) with no lookup.
+    hash_link: Vec<HashLink>,
+    /// `64 − log₂(buckets)`: the bucket of a key is the top bits of its product
+    /// with a constant.
+    hash_shift: u32,
+}
+
+/// End of a bucket chain, or an empty bucket.
+const HASH_NIL: u32 = u32::MAX;
+/// `HashLink::prev` of a request not in the hash.
+const UNHASHED: u32 = u32::MAX - 1;
+/// Fewest buckets (the kernel's `ELV_HASH_BITS` is 6).
+const MIN_HASH_BITS: u32 = 6;
+
+/// One request slot's place in the end-sector hash.
+#[derive(Clone, Copy, Debug)]
+struct HashLink {
+    /// The end sector it was hashed under.
+    key: u64,
+    /// Previous request in the bucket, [`HASH_NIL`] for the first, or [`UNHASHED`].
+    prev: u32,
+    /// Next request in the bucket, or [`HASH_NIL`].
+    next: u32,
+}
+
+impl HashLink {
+    const UNHASHED: HashLink = HashLink {
+        key: 0,
+        prev: UNHASHED,
+        next: HASH_NIL,
+    };
 }
 
 impl MergeState {
@@ -94,68 +126,116 @@ impl MergeState {
         }
     }
 
-    fn link(&mut self, rq: RqId) -> &mut (Option<u64>, Option<RqId>) {
+    /// Bucket of `key`: Fibonacci hashing, whose high bits mix the low bits too (end
+    /// sectors are often multiples of a power of two).
+    #[inline]
+    fn bucket(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.hash_shift) as usize
+    }
+
+    /// Grow the slot table to hold `rq`, and the bucket array to at least as many
+    /// buckets as slots, rehashing. Every chain is rebuilt in its old order, so that
+    /// requests with equal keys stay newest first.
+    fn grow(&mut self, rq: RqId) {
         if rq.index() >= self.hash_link.len() {
-            self.hash_link.resize(rq.index() + 1, (None, None));
+            self.hash_link.resize(rq.index() + 1, HashLink::UNHASHED);
         }
-        &mut self.hash_link[rq.index()]
+        // At most one request per four buckets: most lookups then meet an empty
+        // bucket or a single entry, which keeps the chain walks short and their
+        // branches predictable (measured: 4× beat 2×, which beat 1×).
+        let want = (4 * self.hash_link.len())
+            .next_power_of_two()
+            .max(1 << MIN_HASH_BITS);
+        if want <= self.hash_head.len() {
+            return;
+        }
+        let old = std::mem::replace(&mut self.hash_head, vec![HASH_NIL; want]);
+        self.hash_shift = 64 - want.trailing_zeros();
+        let mut tails = vec![HASH_NIL; want];
+        for head in old {
+            let mut cur = head;
+            while cur != HASH_NIL {
+                let next = self.hash_link[cur as usize].next;
+                let b = self.bucket(self.hash_link[cur as usize].key);
+                let tail = tails[b];
+                self.hash_link[cur as usize].prev = tail;
+                self.hash_link[cur as usize].next = HASH_NIL;
+                match tail {
+                    HASH_NIL => self.hash_head[b] = cur,
+                    t => self.hash_link[t as usize].next = cur,
+                }
+                tails[b] = cur;
+                cur = next;
+            }
+        }
     }
 
     /// Whether `rq` is in the end-sector hash.
     pub fn is_hashed(&self, rq: RqId) -> bool {
         self.hash_link
             .get(rq.index())
-            .is_some_and(|l| l.0.is_some())
+            .is_some_and(|l| l.prev != UNHASHED)
     }
 
     /// `elv_rqhash_add`: hash `rq` by its end sector (newest first among equals).
     pub fn rqhash_add(&mut self, rq: RqId, end_sector: u64) {
         debug_assert!(!self.is_hashed(rq));
-        let old = self.hash_head.insert(end_sector, rq);
-        *self.link(rq) = (Some(end_sector), old);
+        if rq.index() >= self.hash_link.len() || self.hash_head.is_empty() {
+            self.grow(rq);
+        }
+        let b = self.bucket(end_sector);
+        let head = self.hash_head[b];
+        self.hash_link[rq.index()] = HashLink {
+            key: end_sector,
+            prev: HASH_NIL,
+            next: head,
+        };
+        if head != HASH_NIL {
+            self.hash_link[head as usize].prev = rq.0;
+        }
+        self.hash_head[b] = rq.0;
     }
 
     /// `elv_rqhash_del`: remove `rq` from the hash if it is there.
     pub fn rqhash_del(&mut self, rq: RqId) {
-        let Some((Some(key), next)) = self.hash_link.get(rq.index()).copied() else {
+        let Some(link) = self.hash_link.get_mut(rq.index()) else {
             return;
         };
-        self.hash_link[rq.index()] = (None, None);
-        let head = self.hash_head[&key];
-        if head == rq {
-            match next {
-                Some(n) => {
-                    self.hash_head.insert(key, n);
-                }
-                None => {
-                    self.hash_head.remove(&key);
-                }
-            }
+        let HashLink { key, prev, next } = *link;
+        if prev == UNHASHED {
             return;
         }
-        let mut cur = head;
-        loop {
-            let n = self.hash_link[cur.index()]
-                .1
-                .expect("rq missing from hash chain");
-            if n == rq {
-                self.hash_link[cur.index()].1 = next;
-                return;
+        *link = HashLink::UNHASHED;
+        match prev {
+            HASH_NIL => {
+                let b = self.bucket(key);
+                self.hash_head[b] = next;
             }
-            cur = n;
+            p => self.hash_link[p as usize].next = next,
+        }
+        if next != HASH_NIL {
+            self.hash_link[next as usize].prev = prev;
         }
     }
 
     /// `elv_rqhash_find`: the newest hashed, still mergeable request ending at `sector`.
-    /// Requests found unmergeable are dropped from the hash, as the kernel does.
+    /// Requests found unmergeable are dropped from the hash, as the kernel does (only
+    /// those hashed under `sector`: other keys sharing the bucket are left alone).
     pub fn rqhash_find(&mut self, ctx_rqs: &crate::request::RqArena, sector: u64) -> Option<RqId> {
-        let mut cur = self.hash_head.get(&sector).copied();
-        while let Some(rq) = cur {
-            cur = self.hash_link[rq.index()].1;
-            if rq_mergeable(ctx_rqs.get(rq)) {
-                return Some(rq);
+        if self.hash_head.is_empty() {
+            return None;
+        }
+        let mut cur = self.hash_head[self.bucket(sector)];
+        while cur != HASH_NIL {
+            let HashLink { key, next, .. } = self.hash_link[cur as usize];
+            if key == sector {
+                let rq = RqId(cur);
+                if rq_mergeable(ctx_rqs.get(rq)) {
+                    return Some(rq);
+                }
+                self.rqhash_del(rq);
             }
-            self.rqhash_del(rq);
+            cur = next;
         }
         None
     }

@@ -69,6 +69,20 @@
 //! | `dd_limit_depth`, `dd_depth_updated` | `limit_depth`, `depth_updated` |
 //! | `dd_has_work` | `has_work` |
 //!
+//! # Data structures
+//!
+//! Per-request scheduler data lives in side tables indexed by [`RqId::index`], and
+//! every per-request list is intrusive, so the steady state allocates nothing:
+//! - the sort trees are intrusive red-black trees keyed by start sector, equal
+//!   sectors in insertion order (module `rbtree`, which explains the choice);
+//! - each level and direction remembers its last `deadline_from_pos` answer
+//!   (`Cursor`) and keeps it exact as requests come and go, so a dispatch that
+//!   continues the sweep (the common case) needs no tree search;
+//! - the FIFOs are doubly linked through `DdRq`, so merges can unlink from the
+//!   middle;
+//! - the shared end-sector merge hash (`crate::merge`) is a chained table with O(1)
+//!   removal.
+//!
 //! Known divergence: `elv_rb_find` (front-merge lookup) returns whichever of several
 //! requests with the same start sector it meets first while descending the red-black
 //! tree, which depends on the tree's shape; this model tests the oldest one (leftmost
@@ -82,8 +96,10 @@ use super::{
 use crate::merge::{self, MergeKind};
 use crate::request::{Bio, BioId, RqId};
 use crate::types::{jiffies_to_msecs, msecs_to_jiffies, Dir, IoClass, Jiffies, Op, ReqFlags};
-use std::collections::{BTreeMap, VecDeque};
+use rbtree::Forest;
+use std::collections::VecDeque;
 
+mod rbtree;
 #[cfg(test)]
 mod tests;
 
@@ -208,9 +224,6 @@ struct DdRq {
     place: Place,
     /// `rq->fifo_time`: the deadline (or, at head, the insertion time) in jiffies.
     fifo_time: Jiffies,
-    /// Sort-tree key: start sector when added, and the add sequence number that
-    /// places a request to the right of existing ones with the same sector.
-    key: (u64, u64),
     prev: u32,
     next: u32,
 }
@@ -222,7 +235,6 @@ impl DdRq {
         dir: 0,
         place: Place::Out,
         fifo_time: Jiffies(0),
-        key: (0, 0),
         prev: NIL,
         next: NIL,
     };
@@ -296,13 +308,54 @@ impl LevelStats {
 }
 
 /// One priority level (`struct dd_per_prio`, without the pre-v6.19 dispatch list).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Level {
-    sort: [BTreeMap<(u64, u64), RqId>; 2],
+    /// Roots of the sort trees per direction, in [`MqDeadline::sort`].
+    sort: [u32; 2],
     fifo: [Fifo; 2],
     /// Start sector of the last request dispatched from this level, per direction.
     latest_pos: [u64; 2],
+    /// Cached `deadline_from_pos` per direction (see [`Cursor`]).
+    cursor: [Cursor; 2],
     stats: LevelStats,
+}
+
+/// A remembered lower-bound lookup in a sort tree: `rq` is the first request in
+/// sort order whose start is at or above `pos` (or [`rbtree::NIL`] if none).
+///
+/// Every dispatch needs `deadline_from_pos(latest_pos)`, and most dispatches take
+/// exactly that request, after which `latest_pos` becomes its sector. Keeping the
+/// answer up to date is O(1) per tree change, so the common dispatch needs no tree
+/// descent:
+/// - adding a request at or above `pos` and below `rq`'s sector makes it the answer
+///   (an equal sector goes to the right of `rq`, so `rq` stays);
+/// - removing `rq` makes its in-order successor the answer, for `pos` and also for
+///   `rq`'s own sector: everything before `rq` is below `pos`, which is at most that
+///   sector. The cursor moves to that sector, the `latest_pos` the dispatch of `rq`
+///   sets;
+/// - any other change leaves the answer as it is.
+///
+/// A lookup at another position (after a FIFO or at-head dispatch moved
+/// `latest_pos` elsewhere) descends the tree once and re-anchors the cursor there.
+#[derive(Clone, Copy, Debug)]
+struct Cursor {
+    pos: u64,
+    rq: u32,
+}
+
+impl Default for Level {
+    fn default() -> Self {
+        Level {
+            sort: [rbtree::NIL; 2],
+            fifo: [Fifo::EMPTY; 2],
+            latest_pos: [0; 2],
+            cursor: [Cursor {
+                pos: 0,
+                rq: rbtree::NIL,
+            }; 2],
+            stats: LevelStats::default(),
+        }
+    }
 }
 
 impl Default for Fifo {
@@ -324,8 +377,8 @@ pub struct MqDeadline {
     last_dir: usize,
     batching: u32,
     starved: u32,
-    /// Sort-tree insertion counter (tie-break among equal sectors).
-    seq: u64,
+    /// Nodes of the six sort trees (see `rbtree`); roots in [`Level::sort`].
+    sort: Forest,
     last_decision: Option<Decision>,
     rqs: Vec<DdRq>,
     // Tunables, in the kernel's internal units.
@@ -352,7 +405,7 @@ impl MqDeadline {
             last_dir: WRITE,
             batching: 0,
             starved: 0,
-            seq: 0,
+            sort: Forest::default(),
             last_decision: None,
             rqs: Vec::new(),
             fifo_expire: [j(DEFAULT_READ_EXPIRE_MS), j(DEFAULT_WRITE_EXPIRE_MS)],
@@ -458,26 +511,58 @@ impl MqDeadline {
 
     /// `deadline_add_rq_rb` / `elv_rb_add`: equal sectors go right of existing ones.
     fn tree_add(&mut self, lv: usize, dir: usize, id: RqId, sector: u64) {
-        self.seq += 1;
-        let key = (sector, self.seq);
-        self.rq_mut(id).key = key;
-        self.levels[lv].sort[dir].insert(key, id);
+        let l = &mut self.levels[lv];
+        self.sort.insert(&mut l.sort[dir], id.0, sector);
+        let c = &mut l.cursor[dir];
+        if sector >= c.pos && (c.rq == rbtree::NIL || sector < self.sort.sector(c.rq)) {
+            c.rq = id.0;
+        }
     }
 
     fn tree_del(&mut self, lv: usize, dir: usize, id: RqId) {
-        let key = self.rqs[id.index()].key;
-        self.levels[lv].sort[dir].remove(&key);
+        let l = &mut self.levels[lv];
+        let sector = self.sort.sector(id.0);
+        let next = self.sort.remove(&mut l.sort[dir], id.0);
+        let c = &mut l.cursor[dir];
+        if c.rq == id.0 {
+            *c = Cursor {
+                pos: sector,
+                rq: next,
+            };
+        }
+    }
+
+    /// `rb` index → request, [`rbtree::NIL`] → `None`.
+    #[inline]
+    fn node(id: u32) -> Option<RqId> {
+        (id != rbtree::NIL).then_some(RqId(id))
     }
 
     /// `deadline_next_request` (`deadline_from_pos`): the first request in sort
     /// order whose start is at or above `latest_pos`.
     #[inline]
-    fn next_rq(&self, lv: usize, dir: usize) -> Option<RqId> {
+    fn next_rq(&mut self, lv: usize, dir: usize) -> Option<RqId> {
+        let l = &mut self.levels[lv];
+        let pos = l.latest_pos[dir];
+        if l.cursor[dir].pos != pos {
+            l.cursor[dir] = Cursor {
+                pos,
+                rq: self.sort.lower_bound(l.sort[dir], pos),
+            };
+        }
+        debug_assert_eq!(l.cursor[dir].rq, self.sort.lower_bound(l.sort[dir], pos));
+        Self::node(l.cursor[dir].rq)
+    }
+
+    /// [`Self::next_rq`] without updating the cursor.
+    fn peek_next_rq(&self, lv: usize, dir: usize) -> Option<RqId> {
         let l = &self.levels[lv];
-        l.sort[dir]
-            .range((l.latest_pos[dir], 0)..)
-            .next()
-            .map(|(_, &id)| id)
+        let pos = l.latest_pos[dir];
+        Self::node(if l.cursor[dir].pos == pos {
+            l.cursor[dir].rq
+        } else {
+            self.sort.lower_bound(l.sort[dir], pos)
+        })
     }
 
     /// `deadline_check_fifo`: has the FIFO head's deadline passed (`now ≥ fifo_time`,
@@ -530,7 +615,26 @@ impl MqDeadline {
     /// `__dd_dispatch_request`: pick from one level, refusing a request that arrived
     /// after `latest_start`. The batch/direction bookkeeping done before that refusal
     /// stays, as in the kernel.
+    #[inline]
     fn dispatch_level(
+        &mut self,
+        ctx: &mut ElvCtx,
+        lv: usize,
+        latest_start: Jiffies,
+        aged: bool,
+    ) -> Option<RqId> {
+        // An empty level (the usual case for RT and IDLE) has an empty tree, so the
+        // kernel's path would find nothing and change nothing: skip it without
+        // paying for the call.
+        let l = &self.levels[lv];
+        if l.fifo[READ].is_empty() && l.fifo[WRITE].is_empty() {
+            return None;
+        }
+        self.dispatch_busy_level(ctx, lv, latest_start, aged)
+    }
+
+    /// [`Self::dispatch_level`] for a level with something queued.
+    fn dispatch_busy_level(
         &mut self,
         ctx: &mut ElvCtx,
         lv: usize,
@@ -579,10 +683,9 @@ impl MqDeadline {
                         (Some(n), _) => (n, How::Sorted),
                         (None, Variant::Mainline) => (head, How::Wrap),
                         (None, Variant::HeadRequest) => {
-                            let lowest = self.levels[lv].sort[dir]
-                                .first_key_value()
+                            let lowest = Self::node(self.sort.first(self.levels[lv].sort[dir]))
                                 .expect("non-empty FIFO implies non-empty tree");
-                            (*lowest.1, How::Wrap)
+                            (lowest, How::Wrap)
                         }
                     }
                 };
@@ -706,10 +809,11 @@ impl Elevator for MqDeadline {
         }
         let lv = level_of(bio.ioprio.class);
         let end = bio.end().0;
-        let (&(sector, _), &rq) = self.levels[lv].sort[bio.op.dir().idx()]
-            .range((end, 0)..)
-            .next()?;
-        if sector != end || !merge::bio_merge_ok(ctx.rqs.get(rq), bio) {
+        let rq = Self::node(
+            self.sort
+                .lower_bound(self.levels[lv].sort[bio.op.dir().idx()], end),
+        )?;
+        if self.sort.sector(rq.0) != end || !merge::bio_merge_ok(ctx.rqs.get(rq), bio) {
             return None;
         }
         Some((rq, MergeKind::Front))
@@ -749,10 +853,7 @@ impl Elevator for MqDeadline {
         if d.place != Place::Queued {
             return None;
         }
-        let tree = &self.levels[d.level as usize].sort[d.dir as usize];
-        tree.range((std::ops::Bound::Excluded(d.key), std::ops::Bound::Unbounded))
-            .next()
-            .map(|(_, &id)| id)
+        Self::node(self.sort.next(rq.0))
     }
 
     /// `elv_rb_former_request`.
@@ -761,8 +862,7 @@ impl Elevator for MqDeadline {
         if d.place != Place::Queued {
             return None;
         }
-        let tree = &self.levels[d.level as usize].sort[d.dir as usize];
-        tree.range(..d.key).next_back().map(|(_, &id)| id)
+        Self::node(self.sort.prev(rq.0))
     }
 
     /// `dd_insert_requests` / `dd_insert_request`.
@@ -1028,7 +1128,7 @@ impl Elevator for MqDeadline {
             for lv in 0..LEVELS {
                 out.push((
                     format!("{dname}{lv}_next_rq"),
-                    Self::ids(self.next_rq(lv, dir).into_iter()),
+                    Self::ids(self.peek_next_rq(lv, dir).into_iter()),
                 ));
             }
         }
