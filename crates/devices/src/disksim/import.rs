@@ -437,6 +437,7 @@ pub fn import(parv: &Path) -> Result<Imported, DiskSimError> {
         read_ahead_over_requested: d.int("Read-ahead over requested", -1, 1)? == 1,
         read_ahead_on_idle_hit: d.flag("Read-ahead on idle hit")?,
         fast_write: d.int("Fast write level", 0, 2)? as u32,
+        immediate_read: d.int("Immediate buffer read", 0, 2)? != 0,
         queue_depth: d.int("Max queue length", 0, 1 << 20)?.clamp(1, 32) as u32,
     };
     // "Bulk sector transfer time" and "Model" were read above.

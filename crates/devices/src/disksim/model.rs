@@ -209,6 +209,9 @@ pub struct TableParams {
     pub read_ahead_on_idle_hit: bool,
     /// Fast write level (0 off, 1/2 write-back for writes).
     pub fast_write: u32,
+    /// Zero-latency reads: a read within one track takes its sectors in the order
+    /// they pass under the head.
+    pub immediate_read: bool,
     /// Commands the drive queues.
     pub queue_depth: u32,
 }
@@ -363,6 +366,7 @@ impl TableParams {
             read_ahead_over_requested: d.bool("read_ahead_over_requested")?,
             read_ahead_on_idle_hit: d.bool("read_ahead_on_idle_hit")?,
             fast_write: d.int("fast_write", 0, 2)? as u32,
+            immediate_read: d.bool("immediate_read")?,
             queue_depth: d.int("queue_depth", 1, 32)? as u32,
         };
         if p.read_water > 1.0 {
@@ -498,6 +502,7 @@ impl TableParams {
             self.read_ahead_on_idle_hit.to_string(),
         );
         kv("fast_write", self.fast_write.to_string());
+        kv("immediate_read", self.immediate_read.to_string());
         kv("queue_depth", self.queue_depth.to_string());
         s
     }
@@ -862,38 +867,54 @@ impl TableDisk {
         (cyl, head)
     }
 
-    /// How far read-ahead after a read of `[lbn, end)` goes (exclusive end).
-    fn read_ahead_limit(&self, lbn: u64, end: u64) -> u64 {
+    /// The track holding `lbn`: (first block, one past the last).
+    fn track_bounds(&self, lbn: u64) -> (u64, u64) {
+        let p = self.geo.locate(lbn);
+        let same = |x: u64| {
+            let q = self.geo.locate(x);
+            q.cyl == p.cyl && q.head == p.head
+        };
+        let mut s = lbn;
+        while s > 0 && same(s - 1) {
+            s -= 1;
+        }
+        let mut e = lbn + 1;
+        while e < self.geo.total && same(e) {
+            e += 1;
+        }
+        (s, e)
+    }
+
+    /// How far read-ahead after a read of `[lbn, end)` goes (exclusive end), for a
+    /// segment that starts at `seg_start`. Mode 4 (DEC) reads to the end of the track
+    /// holding `end`, or one track further when the segment began on an earlier track
+    /// (a sequential stream); otherwise the maximum read-ahead past the request (or a
+    /// segment's worth), cut at the track (1) or cylinder (2) end.
+    fn read_ahead_limit(&self, seg_start: u64, lbn: u64, end: u64) -> u64 {
         let p = &self.p;
-        if !p.read_cache || p.read_ahead_mode == 0 || p.max_read_ahead == 0 {
+        if !p.read_cache || p.read_ahead_mode == 0 || end >= self.geo.total {
             return end;
         }
-        let cap = end + p.max_read_ahead as u64;
-        let seg_cap = if p.read_ahead_over_requested {
-            end + p.segment_sectors as u64
-        } else {
+        if p.read_ahead_mode == 4 {
+            let (s, e) = self.track_bounds(end);
+            let lim = if seg_start < s { e + (e - s) } else { e };
+            return lim.min(self.geo.total).max(end);
+        }
+        let mut limit = if p.max_read_ahead > 0 {
+            end + p.max_read_ahead as u64
+        } else if p.read_ahead_over_requested {
             lbn + p.segment_sectors as u64
-        };
-        let mut limit = cap.min(seg_cap).min(self.geo.total);
-        if matches!(p.read_ahead_mode, 1 | 2 | 4) && end > 0 {
+        } else {
+            end + p.segment_sectors as u64
+        }
+        .min(self.geo.total);
+        if matches!(p.read_ahead_mode, 1 | 2) {
             let last = self.geo.locate(end - 1);
-            let mut tracks_left = if p.read_ahead_mode == 4 { 1 } else { 0 };
-            let (mut c, mut h) = (last.cyl, last.head);
             let mut x = end;
             while x < limit {
                 let q = self.geo.locate(x);
-                let changed = if p.read_ahead_mode == 2 {
-                    q.cyl != c
-                } else {
-                    q.cyl != c || q.head != h
-                };
-                if changed {
-                    if tracks_left == 0 {
-                        break;
-                    }
-                    tracks_left -= 1;
-                    c = q.cyl;
-                    h = q.head;
+                if q.cyl != last.cyl || (p.read_ahead_mode == 1 && q.head != last.head) {
+                    break;
                 }
                 x += 1;
             }
@@ -983,7 +1004,7 @@ impl TableDisk {
                     if p.read_ahead_on_idle_hit && idle && t >= self.mech_free {
                         // Prefetch on from the segment's end.
                         self.stop_stream(t);
-                        let limit = self.read_ahead_limit(lbn, end).max(e);
+                        let limit = self.read_ahead_limit(s, lbn, end).max(e);
                         if limit > e {
                             let mut times = Vec::new();
                             let (c, h) =
@@ -1016,7 +1037,7 @@ impl TableDisk {
             p.read_miss_ms[after]
         };
         let cmd_done = t + self.oh(p.per_request_ms + ohv);
-        let limit = self.read_ahead_limit(lbn, end);
+        let stream_seg_start = self.stream.as_ref().map(|st| self.seg_valid(st.seg, t).0);
         let continues = p.read_cache
             && self.stream.as_ref().is_some_and(|st| {
                 let (s, _) = self.seg_valid(st.seg, t);
@@ -1024,6 +1045,7 @@ impl TableDisk {
             });
         let avail: Vec<f64>;
         if continues {
+            let limit = self.read_ahead_limit(stream_seg_start.unwrap_or(lbn), lbn, end);
             let mut st = self.stream.take().expect("stream");
             // Extend the stream to cover the request and its read-ahead.
             let want = limit.max(end);
@@ -1050,9 +1072,29 @@ impl TableDisk {
             self.stream = Some(st);
         } else {
             self.stop_stream(cmd_done);
+            let limit = self.read_ahead_limit(lbn, lbn, end);
             let start = cmd_done.max(self.mech_free);
             let mut times = Vec::with_capacity((limit - lbn) as usize);
-            let (c, h) = self.media(start, self.cyl, self.head, lbn, limit - lbn, false, &|_| 0.0, &mut times);
+            let p0 = self.geo.locate(lbn);
+            let p1 = self.geo.locate(end - 1);
+            let (c, h) = if p.immediate_read && p0.cyl == p1.cyl && p0.head == p1.head {
+                // Zero-latency read: each sector as it first passes under the head.
+                let at = start + self.move_time(self.cyl, self.head, &p0, false);
+                let mut last = at;
+                for k in 0..n {
+                    let q = self.geo.locate(lbn + k);
+                    let x = at + self.rot_wait(at, q.angle) + q.sector_ms;
+                    last = last.max(x);
+                    times.push(x);
+                }
+                // Read-ahead continues once the request is in.
+                let mut rest = Vec::new();
+                let (c, h) = self.media(last, p0.cyl, p0.head, end, limit - end, false, &|_| 0.0, &mut rest);
+                times.extend(rest);
+                (c, h)
+            } else {
+                self.media(start, self.cyl, self.head, lbn, limit - lbn, false, &|_| 0.0, &mut times)
+            };
             avail = times[..n as usize].to_vec();
             let i = self.lru_seg();
             self.invalidate(lbn, limit);
