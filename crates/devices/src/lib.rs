@@ -102,7 +102,7 @@ pub enum ProfileKind {
     /// A [`raid0::Raid0`] volume.
     Raid0(raid0::Raid0Params),
     /// A table-driven disk ([`disksim::TableDisk`], e.g. imported from DiskSim).
-    HddTable(disksim::TableParams),
+    HddTable(Box<disksim::TableParams>),
 }
 
 impl Profile {
@@ -113,7 +113,9 @@ impl Profile {
             ProfileKind::Hdd(p) => Box::new(hdd::Hdd::new(&self.name, p.clone())),
             ProfileKind::Flash(p) => Box::new(ssd::Flash::new(&self.name, p.clone())),
             ProfileKind::Raid0(p) => Box::new(raid0::Raid0::new(&self.name, p.clone())),
-            ProfileKind::HddTable(p) => Box::new(disksim::TableDisk::new(&self.name, p.clone())),
+            ProfileKind::HddTable(p) => {
+                Box::new(disksim::TableDisk::new(&self.name, (**p).clone()))
+            }
         }
     }
     /// The model's name as written in profile files (`model = ...`).
@@ -221,7 +223,7 @@ pub fn parse_profile(
         "ssd" => ProfileKind::Flash(ssd::FlashParams::from_doc(&mut d)?),
         "raid0" => ProfileKind::Raid0(raid0::Raid0Params::from_doc(&mut d, lookup)?),
         "ideal" => ProfileKind::Ideal(ideal::IdealParams::from_doc(&mut d)?),
-        "hdd-table" => ProfileKind::HddTable(disksim::TableParams::from_doc(&mut d)?),
+        "hdd-table" => ProfileKind::HddTable(Box::new(disksim::TableParams::from_doc(&mut d)?)),
         other => {
             return Err(d.err(
                 "model",

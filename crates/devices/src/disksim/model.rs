@@ -268,7 +268,10 @@ impl TableParams {
                 slips,
             };
             if zone.spt == 0 || zone.last_cyl < zone.first_cyl || zone.last_cyl >= cylinders {
-                return Err(d.err(&key, "needs sectors per track > 0 and first_cyl <= last_cyl < cylinders"));
+                return Err(d.err(
+                    &key,
+                    "needs sectors per track > 0 and first_cyl <= last_cyl < cylinders",
+                ));
             }
             zones.push(zone);
         }
@@ -346,7 +349,10 @@ impl TableParams {
             read_complete_ms: d.nonneg("read_complete_ms")?,
             write_complete_ms: d.nonneg("write_complete_ms")?,
             data_prep_ms: d.nonneg("data_prep_ms")?,
-            reselect_ms: [d.nonneg("reselect_first_ms")?, d.nonneg("reselect_other_ms")?],
+            reselect_ms: [
+                d.nonneg("reselect_first_ms")?,
+                d.nonneg("reselect_other_ms")?,
+            ],
             extra_write_disconnect: d.bool("extra_write_disconnect")?,
             extradisc_command_ms: d.nonneg("extradisc_command_ms")?,
             extradisc_disconnect_ms: d.nonneg("extradisc_disconnect_ms")?,
@@ -477,7 +483,10 @@ impl TableParams {
         kv("data_prep_ms", f(self.data_prep_ms));
         kv("reselect_first_ms", f(self.reselect_ms[0]));
         kv("reselect_other_ms", f(self.reselect_ms[1]));
-        kv("extra_write_disconnect", self.extra_write_disconnect.to_string());
+        kv(
+            "extra_write_disconnect",
+            self.extra_write_disconnect.to_string(),
+        );
         kv("extradisc_command_ms", f(self.extradisc_command_ms));
         kv("extradisc_disconnect_ms", f(self.extradisc_disconnect_ms));
         kv("extradisc_inter_disconnect_ms", f(self.extradisc_inter_ms));
@@ -514,25 +523,95 @@ impl TableParams {
             SeekModel::Hpl { .. } => "HPL formula".to_string(),
         };
         vec![
-            row("capacity_sectors", "sectors", self.capacity_sectors, "512-byte blocks"),
+            row(
+                "capacity_sectors",
+                "sectors",
+                self.capacity_sectors,
+                "512-byte blocks",
+            ),
             row("rpm", "rev/min", fmt_num(self.rpm), "spindle speed"),
             row("heads", "surfaces", self.heads, "recording surfaces"),
             row("cylinders", "cylinders", self.cylinders, "cylinders"),
-            row("zones", "zones", self.zones.len(), "zone table entries (zoneN keys)"),
+            row(
+                "zones",
+                "zones",
+                self.zones.len(),
+                "zone table entries (zoneN keys)",
+            ),
             row("sparing_scheme", "", self.sparing, "DiskSim sparing scheme"),
             row("seek", "", seek, "seek model (seek_table_ms or seek_hpl)"),
-            row("head_switch_ms", "ms", fmt_num(self.head_switch_ms), "head switch"),
-            row("write_settle_ms", "ms", fmt_num(self.write_settle_ms), "added to write seeks"),
-            row("read_miss_after_read_ms", "ms", fmt_num(self.read_miss_ms[0]), "command overhead, read miss after a read"),
-            row("read_hit_after_read_ms", "ms", fmt_num(self.read_hit_ms[0]), "command overhead, read hit after a read"),
-            row("bus_read_ms_per_sector", "ms", fmt_num(self.bus_read_ms), "bus time per sector (reads)"),
-            row("bus_write_ms_per_sector", "ms", fmt_num(self.bus_write_ms), "bus time per sector (writes)"),
-            row("cache_segments", "segments", self.segments, "cache segments"),
-            row("segment_sectors", "sectors", self.segment_sectors, "segment size"),
-            row("read_ahead_mode", "", self.read_ahead_mode, "0 none, 1 track, 2 cylinder, 3 segment, 4 next track"),
-            row("max_read_ahead_sectors", "sectors", self.max_read_ahead, "read-ahead cap"),
-            row("fast_write", "", self.fast_write, "0 write-through, 1/2 write-back"),
-            row("queue_depth", "commands", self.queue_depth, "commands queued in the drive"),
+            row(
+                "head_switch_ms",
+                "ms",
+                fmt_num(self.head_switch_ms),
+                "head switch",
+            ),
+            row(
+                "write_settle_ms",
+                "ms",
+                fmt_num(self.write_settle_ms),
+                "added to write seeks",
+            ),
+            row(
+                "read_miss_after_read_ms",
+                "ms",
+                fmt_num(self.read_miss_ms[0]),
+                "command overhead, read miss after a read",
+            ),
+            row(
+                "read_hit_after_read_ms",
+                "ms",
+                fmt_num(self.read_hit_ms[0]),
+                "command overhead, read hit after a read",
+            ),
+            row(
+                "bus_read_ms_per_sector",
+                "ms",
+                fmt_num(self.bus_read_ms),
+                "bus time per sector (reads)",
+            ),
+            row(
+                "bus_write_ms_per_sector",
+                "ms",
+                fmt_num(self.bus_write_ms),
+                "bus time per sector (writes)",
+            ),
+            row(
+                "cache_segments",
+                "segments",
+                self.segments,
+                "cache segments",
+            ),
+            row(
+                "segment_sectors",
+                "sectors",
+                self.segment_sectors,
+                "segment size",
+            ),
+            row(
+                "read_ahead_mode",
+                "",
+                self.read_ahead_mode,
+                "0 none, 1 track, 2 cylinder, 3 segment, 4 next track",
+            ),
+            row(
+                "max_read_ahead_sectors",
+                "sectors",
+                self.max_read_ahead,
+                "read-ahead cap",
+            ),
+            row(
+                "fast_write",
+                "",
+                self.fast_write,
+                "0 write-through, 1/2 write-back",
+            ),
+            row(
+                "queue_depth",
+                "commands",
+                self.queue_depth,
+                "commands queued in the drive",
+            ),
         ]
     }
 }
@@ -594,11 +673,10 @@ impl Geo {
                 _ => (0, 0),
             };
             let avail = phys.saturating_sub(z.front);
-            let mut slots = if period > 0 {
-                avail / period * (period - period_spares.min(period))
-                    + (avail % period).min(period - period_spares.min(period))
-            } else {
-                avail
+            let per = period - period_spares.min(period);
+            let mut slots = match avail.checked_div(period) {
+                Some(q) => q * per + (avail % period).min(per),
+                None => avail,
             };
             let to_slot = |x: u64| -> u64 {
                 let x = x.saturating_sub(z.front);
@@ -610,7 +688,10 @@ impl Geo {
                 }
             };
             let mut slips: Vec<(u64, u64)> = if p.sparing == 1 {
-                z.slips.iter().map(|t| (to_slot(t * track), track)).collect()
+                z.slips
+                    .iter()
+                    .map(|t| (to_slot(t * track), track))
+                    .collect()
             } else {
                 z.slips.iter().map(|s| (to_slot(*s), 1)).collect()
             };
@@ -814,7 +895,7 @@ impl TableDisk {
         if f < 0.0 {
             f += 1.0;
         }
-        if f > 1.0 - EPS || f < EPS {
+        if !(EPS..=1.0 - EPS).contains(&f) {
             0.0
         } else {
             f * self.rev
@@ -947,9 +1028,16 @@ impl TableDisk {
         match &self.stream {
             Some(st) if st.seg == i => {
                 let e = st.valid_end(t).max(s.start);
-                (s.start.max(e.saturating_sub(self.p.segment_sectors as u64)), e)
+                (
+                    s.start.max(e.saturating_sub(self.p.segment_sectors as u64)),
+                    e,
+                )
             }
-            _ => (s.start.max(s.end.saturating_sub(self.p.segment_sectors as u64)), s.end),
+            _ => (
+                s.start
+                    .max(s.end.saturating_sub(self.p.segment_sectors as u64)),
+                s.end,
+            ),
         }
     }
 
@@ -1007,8 +1095,16 @@ impl TableDisk {
                         let limit = self.read_ahead_limit(s, lbn, end).max(e);
                         if limit > e {
                             let mut times = Vec::new();
-                            let (c, h) =
-                                self.media(start, self.cyl, self.head, e, limit - e, false, &|_| 0.0, &mut times);
+                            let (c, h) = self.media(
+                                start,
+                                self.cyl,
+                                self.head,
+                                e,
+                                limit - e,
+                                false,
+                                &|_| 0.0,
+                                &mut times,
+                            );
                             self.stream = Some(Stream {
                                 seg: i,
                                 first: e,
@@ -1052,7 +1148,16 @@ impl TableDisk {
             if want > st.end() {
                 let from = st.end();
                 let t0 = st.finish().max(cmd_done);
-                let (c, h) = self.media(t0, st.cyl, st.head, from, want - from, false, &|_| 0.0, &mut st.times);
+                let (c, h) = self.media(
+                    t0,
+                    st.cyl,
+                    st.head,
+                    from,
+                    want - from,
+                    false,
+                    &|_| 0.0,
+                    &mut st.times,
+                );
                 st.cyl = c;
                 st.head = h;
             }
@@ -1089,11 +1194,29 @@ impl TableDisk {
                 }
                 // Read-ahead continues once the request is in.
                 let mut rest = Vec::new();
-                let (c, h) = self.media(last, p0.cyl, p0.head, end, limit - end, false, &|_| 0.0, &mut rest);
+                let (c, h) = self.media(
+                    last,
+                    p0.cyl,
+                    p0.head,
+                    end,
+                    limit - end,
+                    false,
+                    &|_| 0.0,
+                    &mut rest,
+                );
                 times.extend(rest);
                 (c, h)
             } else {
-                self.media(start, self.cyl, self.head, lbn, limit - lbn, false, &|_| 0.0, &mut times)
+                self.media(
+                    start,
+                    self.cyl,
+                    self.head,
+                    lbn,
+                    limit - lbn,
+                    false,
+                    &|_| 0.0,
+                    &mut times,
+                )
             };
             avail = times[..n as usize].to_vec();
             let i = self.lru_seg();
@@ -1131,7 +1254,14 @@ impl TableDisk {
                 (p.read_water * p.segment_sectors as f64).ceil() as usize
             }
             .clamp(1, n as usize);
-            let mut start = b.max(avail[wm - 1] + if waited { self.oh(p.reselect_ms[0]) } else { 0.0 });
+            let mut start = b.max(
+                avail[wm - 1]
+                    + if waited {
+                        self.oh(p.reselect_ms[0])
+                    } else {
+                        0.0
+                    },
+            );
             for (k, a) in avail.iter().enumerate() {
                 start = start.max(a - k as f64 * bus);
             }
@@ -1226,8 +1356,7 @@ impl TableDisk {
                 _ => start.max(self.mech_free),
             };
             self.free_at = done;
-            self.done
-                .push_back((Ns((done * 1e6).round() as u64), id));
+            self.done.push_back((Ns((done * 1e6).round() as u64), id));
         }
     }
 }

@@ -273,9 +273,12 @@ impl Parser<'_> {
                         self.i += 1;
                     }
                     if self.peek() != Some(&Tok::Eq) {
-                        return self.err(format!(
-                            "syntax error: expected '=' after '{}' in block '{kind}'",
-                            key.join(" ")
+                        return Err(DiskSimError::at(
+                            &kloc,
+                            format!(
+                                "syntax error: expected '=' after '{}' in block '{kind}'",
+                                key.join(" ")
+                            ),
                         ));
                     }
                     self.i += 1;
@@ -525,7 +528,8 @@ mod tests {
 
     #[test]
     fn errors_name_file_and_line() {
-        let e = parse_text(Path::new("x.parv"), "disksim_disk D {\n a = 1,\n b 2\n}\n").unwrap_err();
+        let e =
+            parse_text(Path::new("x.parv"), "disksim_disk D {\n a = 1,\n b 2\n}\n").unwrap_err();
         assert_eq!(e.loc.as_ref().unwrap().line, 3, "{e}");
         assert!(e.to_string().starts_with("x.parv:3: syntax error"), "{e}");
         let e = parse_text(Path::new("x.parv"), "disksim_disk D {\n a = 1,\n").unwrap_err();

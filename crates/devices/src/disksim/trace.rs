@@ -44,7 +44,10 @@ pub fn parse_trace(file: &str, text: &str) -> Result<Vec<TraceReq>, DiskSimError
         if w.len() != 6 {
             return Err(DiskSimError::at(
                 &loc,
-                format!("expected 'R|W LABEL blkno bcount servtime_us nextinter_us', got {} fields", w.len()),
+                format!(
+                    "expected 'R|W LABEL blkno bcount servtime_us nextinter_us', got {} fields",
+                    w.len()
+                ),
             ));
         }
         let write = match w[0] {

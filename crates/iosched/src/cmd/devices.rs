@@ -74,8 +74,7 @@ fn import_disksim(parv: &str, out: Option<&str>) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("imported profile does not validate: {e}"))?;
     match out {
         Some(path) => {
-            std::fs::write(path, &text)
-                .map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
+            std::fs::write(path, &text).map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
             eprintln!(
                 "wrote {path}: {} ({} zones); {} DiskSim parameters not used by the model (listed at the end of the file)",
                 imp.name,

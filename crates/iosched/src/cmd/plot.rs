@@ -108,7 +108,9 @@ pub fn cdf_lines(
             .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
             .map_err(|e| anyhow!("plot: {e}"))?
             .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
     }
     chart
         .configure_series_labels()

@@ -38,7 +38,7 @@ fn load_disk(path: &str) -> Result<(String, TableDisk)> {
     }
     let prof = devices::load_profile_file(p)?;
     match prof.kind {
-        ProfileKind::HddTable(t) => Ok((prof.name.clone(), TableDisk::new(&prof.name, t))),
+        ProfileKind::HddTable(t) => Ok((prof.name.clone(), TableDisk::new(&prof.name, *t))),
         _ => bail!(
             "{path}: model '{}' cannot replay disksim-validate traces; use an hdd-table profile (`iosched devices import-disksim`)",
             prof.model()
@@ -57,7 +57,10 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 /// Run the command.
 pub fn run(args: Args) -> Result<()> {
     if args.format != "disksim-validate" {
-        bail!("unknown --format '{}': expected disksim-validate", args.format);
+        bail!(
+            "unknown --format '{}': expected disksim-validate",
+            args.format
+        );
     }
     let (name, mut disk) = load_disk(&args.device_file)?;
     let reqs = trace::read_trace(Path::new(&args.file))?;
@@ -84,7 +87,11 @@ pub fn run(args: Args) -> Result<()> {
         wall.as_secs_f64()
     );
     println!("service time (ms)   simulated    measured");
-    println!("  mean            {:>11.3} {:>11.3}", mean(&sim), mean(&real));
+    println!(
+        "  mean            {:>11.3} {:>11.3}",
+        mean(&sim),
+        mean(&real)
+    );
     for q in [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0] {
         println!(
             "  p{:<14} {:>11.3} {:>11.3}",
