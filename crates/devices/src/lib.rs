@@ -16,6 +16,7 @@
 //! Every model is deterministic: time comes from the caller, and the little
 //! randomness there is (a disk's spindle phase) comes from a seed in the profile.
 
+pub mod disksim;
 pub mod hdd;
 pub mod ideal;
 pub mod nvme;
@@ -100,6 +101,8 @@ pub enum ProfileKind {
     Flash(ssd::FlashParams),
     /// A [`raid0::Raid0`] volume.
     Raid0(raid0::Raid0Params),
+    /// A table-driven disk ([`disksim::TableDisk`], e.g. imported from DiskSim).
+    HddTable(Box<disksim::TableParams>),
 }
 
 impl Profile {
@@ -110,6 +113,9 @@ impl Profile {
             ProfileKind::Hdd(p) => Box::new(hdd::Hdd::new(&self.name, p.clone())),
             ProfileKind::Flash(p) => Box::new(ssd::Flash::new(&self.name, p.clone())),
             ProfileKind::Raid0(p) => Box::new(raid0::Raid0::new(&self.name, p.clone())),
+            ProfileKind::HddTable(p) => {
+                Box::new(disksim::TableDisk::new(&self.name, (**p).clone()))
+            }
         }
     }
     /// The model's name as written in profile files (`model = ...`).
@@ -119,6 +125,7 @@ impl Profile {
             ProfileKind::Hdd(_) => "hdd",
             ProfileKind::Flash(_) => "ssd",
             ProfileKind::Raid0(_) => "raid0",
+            ProfileKind::HddTable(_) => "hdd-table",
         }
     }
     /// The parameters with units and meaning.
@@ -128,6 +135,7 @@ impl Profile {
             ProfileKind::Hdd(p) => p.describe(),
             ProfileKind::Flash(p) => p.describe(),
             ProfileKind::Raid0(p) => p.describe(),
+            ProfileKind::HddTable(p) => p.describe(),
         }
     }
 }
@@ -219,10 +227,11 @@ pub fn parse_profile(
         "ssd" => ProfileKind::Flash(ssd::FlashParams::from_doc(&mut d)?),
         "raid0" => ProfileKind::Raid0(raid0::Raid0Params::from_doc(&mut d, lookup)?),
         "ideal" => ProfileKind::Ideal(ideal::IdealParams::from_doc(&mut d)?),
+        "hdd-table" => ProfileKind::HddTable(Box::new(disksim::TableParams::from_doc(&mut d)?)),
         other => {
             return Err(d.err(
                 "model",
-                format!("unknown model '{other}': expected hdd, ssd, raid0 or ideal"),
+                format!("unknown model '{other}': expected hdd, hdd-table, ssd, raid0 or ideal"),
             ))
         }
     };

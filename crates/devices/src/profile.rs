@@ -297,6 +297,11 @@ impl Doc {
         Ok(v)
     }
 
+    /// A number of either sign.
+    pub fn signed(&mut self, key: &str) -> Result<f64, ProfileError> {
+        self.num(key)
+    }
+
     fn num(&mut self, key: &str) -> Result<f64, ProfileError> {
         match self.required(key)? {
             Value::Int(i) => Ok(i as f64),

@@ -34,6 +34,8 @@ enum Command {
     Compare(cmd::compare::Args),
     /// Measure simulator speed and memory on built-in workloads.
     Bench(cmd::bench::Args),
+    /// Replay a measured device trace (DiskSim validate format) against a device model.
+    Replay(cmd::replay::Args),
     /// Replay a scheduler conformance trace and print each dispatch decision.
     SchedReplay(cmd::sched_replay::Args),
     /// Record the running kernel's scheduler decisions, or compare ours with them.
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Schedulers(a) => cmd::schedulers::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
         Command::SchedReplay(a) => cmd::sched_replay::run(a),
         Command::KernelTrace(a) => cmd::kernel_trace::run(a),
     };

@@ -6,6 +6,7 @@ pub mod devices;
 pub mod fio;
 pub mod kernel_trace;
 pub mod plot;
+pub mod replay;
 pub mod run;
 pub mod sched_replay;
 pub mod schedulers;

@@ -74,3 +74,51 @@ pub fn bars(
     root.present().map_err(|e| anyhow!("plot: {e}"))?;
     Ok(())
 }
+
+/// Draw CDF curves (x, cumulative fraction) to `path` (SVG), one line per series.
+pub fn cdf_lines(
+    path: &str,
+    title: &str,
+    x_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<()> {
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("plot: {e}"))?;
+    let xmax = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.0))
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 18))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..xmax * 1.02, 0.0..1.0)
+        .map_err(|e| anyhow!("plot: {e}"))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc("fraction of requests")
+        .draw()
+        .map_err(|e| anyhow!("plot: {e}"))?;
+    for (s, (name, pts)) in series.iter().enumerate() {
+        let color = Palette99::pick(s).to_rgba();
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .map_err(|e| anyhow!("plot: {e}"))?
+            .label(name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| anyhow!("plot: {e}"))?;
+    root.present().map_err(|e| anyhow!("plot: {e}"))?;
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! The DiskSim importer on small hand-written drives: it accepts a well-formed one
+//! and rejects malformed parameter files with `file:line` errors.
+
+use devices::disksim::import;
+use std::path::PathBuf;
+
+const PARV: &str = "disksim_bus B { Read block transfer time = 0.1, Write block transfer time = 0.1 }\nsource t.diskspecs\ninstantiate [ disk0 ] as T\n";
+
+const SPECS: &str = "disksim_disk T {
+   Model = source t.model,
+   Per-request overhead time = 0.0,
+   Time scale for overheads = 1.0,
+   Bulk sector transfer time = 0.05,
+   Hold bus entire read xfer = 0,
+   Max queue length = 1,
+   Number of buffer segments = 2,
+   Segment size (in blks) = 64,
+   High (read) water mark = 0.5,
+   Set watermark by reqsize = 1,
+   Enable caching in buffer = 1,
+   Buffer continuous read = 1,
+   Maximum read-ahead (blks) = 32,
+   Read-ahead over requested = 0,
+   Read-ahead on idle hit = 0,
+   Fast write level = 0,
+   Read hit over. after read = 0.1,
+   Read hit over. after write = 0.1,
+   Read miss over. after read = 0.2,
+   Read miss over. after write = 0.2,
+   Write hit over. after read = 0.3,
+   Write hit over. after write = 0.3,
+   Write miss over. after read = 0.3,
+   Write miss over. after write = 0.3,
+   Read completion overhead = 0.0,
+   Write completion overhead = 0.0,
+   Data preparation overhead = 0.0,
+   First reselect overhead = 0.0,
+   Other reselect overhead = 0.0,
+   Extra write disconnect = 0,
+   Extradisc command overhead = 0.0,
+   Extradisc disconnect overhead = 0.0,
+   Extradisc inter-disconnect delay = 0.0,
+   Extradisc seek delta = 0.0,
+   Minimum seek delay = 0.0,
+   Never disconnect = 0
+}
+";
+
+const MODEL: &str = "dm_disk T_model {
+   Number of data surfaces = 2,
+   Number of cylinders = 100,
+   Block count = 20000,
+   Layout Model = dm_layout_g1 {
+      LBN-to-PBN mapping scheme = 0,
+      Sparing scheme used = 0,
+      Rangesize for sparing = 1,
+      Zones = [
+         dm_layout_g1_zone {
+            First cylinder number = 0,
+            Last cylinder number = 99,
+            Blocks per track = 100,
+            Offset of first block = 0,
+            Empty space at zone front = 0,
+            Skew for track switch = 5,
+            Skew for cylinder switch = 10,
+            Number of spares = 0,
+            slips = [],
+            defects = []
+         }
+      ]
+   },
+   Mechanical Model = dm_mech_g1 {
+      Access time type = trackSwitchPlusRotation,
+      Seek type = extracted,
+      Full seek curve = t.seek,
+      Add. write settling delay = 0.0,
+      Head switch time = 0.5,
+      Rotation speed (in rpms) = 6000,
+      Percent error in rpms = 0.0
+   }
+}
+";
+
+const SEEK: &str = "Seek distances measured: 3\n1, 1.0\n10, 2.0\n99, 5.0\n";
+
+fn drive(tag: &str, parv: &str, specs: &str, model: &str, seek: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("iosched-dsimp-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("t.parv"), parv).unwrap();
+    std::fs::write(d.join("t.diskspecs"), specs).unwrap();
+    std::fs::write(d.join("t.model"), model).unwrap();
+    std::fs::write(d.join("t.seek"), seek).unwrap();
+    d.join("t.parv")
+}
+
+#[track_caller]
+#[allow(clippy::too_many_arguments)]
+fn bad(
+    tag: &str,
+    parv: &str,
+    specs: &str,
+    model: &str,
+    seek: &str,
+    file: &str,
+    line: usize,
+    needle: &str,
+) {
+    let e = import(&drive(tag, parv, specs, model, seek)).expect_err("must be refused");
+    let s = e.to_string();
+    let loc = e.loc.as_ref().unwrap_or_else(|| panic!("no location: {s}"));
+    assert!(loc.file.ends_with(file), "{s}");
+    assert_eq!(loc.line, line, "{s}");
+    assert!(s.contains(needle), "{s}");
+    assert!(s.contains(&format!("{file}:{line}: ")), "{s}");
+}
+
+#[test]
+fn imports_a_small_drive() {
+    let imp = import(&drive("ok", PARV, SPECS, MODEL, SEEK)).unwrap();
+    assert_eq!(imp.params.capacity_sectors, 20000);
+    assert_eq!(imp.params.bus_read_ms, 0.1, "slowest of disk and bus");
+    // "Never disconnect" and "Percent error in rpms" are not used: listed.
+    assert!(
+        imp.unused.iter().any(|u| u.contains("Never disconnect")),
+        "{:?}",
+        imp.unused
+    );
+    assert!(
+        imp.unused.iter().any(|u| u.contains("Percent error")),
+        "{:?}",
+        imp.unused
+    );
+    let text = imp.to_toml();
+    let p = devices::parse_profile("x.toml", &text, &|_| None).unwrap();
+    assert_eq!(p.model(), "hdd-table");
+}
+
+#[test]
+fn syntax_errors_name_file_and_line() {
+    let specs = SPECS.replace("Max queue length = 1,", "Max queue length 1,");
+    bad(
+        "syn",
+        PARV,
+        &specs,
+        MODEL,
+        SEEK,
+        "t.diskspecs",
+        7,
+        "syntax error",
+    );
+    let model = MODEL.replace(
+        "   Block count = 20000,\n",
+        "   Block count = 20000,\n   }\n",
+    );
+    bad(
+        "syn2",
+        PARV,
+        SPECS,
+        &model,
+        SEEK,
+        "t.model",
+        6,
+        "syntax error",
+    );
+}
+
+#[test]
+fn bad_values_name_file_and_line() {
+    let specs = SPECS.replace(
+        "Segment size (in blks) = 64",
+        "Segment size (in blks) = lots",
+    );
+    bad(
+        "num",
+        PARV,
+        &specs,
+        MODEL,
+        SEEK,
+        "t.diskspecs",
+        9,
+        "must be a number",
+    );
+    let model = MODEL.replace(
+        "Rotation speed (in rpms) = 6000",
+        "Rotation speed (in rpms) = 0",
+    );
+    bad("rpm", PARV, SPECS, &model, SEEK, "t.model", 30, "positive");
+    let model = MODEL.replace("Seek type = extracted", "Seek type = magic");
+    bad(
+        "seek",
+        PARV,
+        SPECS,
+        &model,
+        SEEK,
+        "t.model",
+        26,
+        "not supported",
+    );
+}
+
+#[test]
+fn missing_parameters_name_the_block() {
+    let specs = SPECS.replace("   Fast write level = 0,\n", "");
+    bad(
+        "miss",
+        PARV,
+        &specs,
+        MODEL,
+        SEEK,
+        "t.diskspecs",
+        1,
+        "Fast write level",
+    );
+}
+
+#[test]
+fn bad_seek_files_name_file_and_line() {
+    bad(
+        "sk",
+        PARV,
+        SPECS,
+        MODEL,
+        "Seek distances measured: 3\n1, 1.0\n10 two\n99, 5.0\n",
+        "t.seek",
+        3,
+        "distance, ms",
+    );
+    bad(
+        "sk2",
+        PARV,
+        SPECS,
+        MODEL,
+        "Seek distances measured: 3\n1, 1.0\n1, 2.0\n99, 5.0\n",
+        "t.seek",
+        3,
+        "increasing",
+    );
+}

@@ -1,0 +1,104 @@
+//! The six DiskSim validation drives: import each, replay its trace in validate mode,
+//! and hold the demerit (DiskSim's `rms`) against DiskSim's own published figure.
+//!
+//! The data is third-party and not in the repository: it is found through
+//! `IOSCHED_DATA` or `../shared/data` beside the repository root; without it these
+//! tests say so and pass.
+
+use devices::disksim::{demerit, import, trace, TableDisk};
+use std::path::PathBuf;
+
+fn data_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("IOSCHED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
+    let d = base.join("disksim-valid");
+    if d.join("atlas_III.parv").exists() {
+        Some(d)
+    } else {
+        eprintln!(
+            "SKIP: DiskSim validation data not found at {} (set IOSCHED_DATA)",
+            d.display()
+        );
+        None
+    }
+}
+
+fn run(name: &str) -> Option<(f64, f64)> {
+    let d = data_dir()?;
+    let imp = import(&d.join(format!("{name}.parv"))).expect("import");
+    let mut disk = TableDisk::new(name, imp.params);
+    let tr = trace::read_trace(&d.join(format!("{name}.trace"))).expect("trace");
+    let t0 = std::time::Instant::now();
+    let out = trace::replay(&mut disk, &tr);
+    let wall = t0.elapsed().as_secs_f64();
+    let sim: Vec<f64> = out.iter().map(|r| r.sim_ms).collect();
+    let real: Vec<f64> = out.iter().map(|r| r.real_ms).collect();
+    Some((demerit::demerit(&sim, &real), wall))
+}
+
+#[track_caller]
+fn check(name: &str, bound: f64) {
+    if let Some((d, wall)) = run(name) {
+        eprintln!("{name}: demerit {d:.3} ms (bound {bound}), replay {wall:.3} s");
+        assert!(d <= bound, "{name}: demerit {d:.3} ms > {bound}");
+        // Debug builds are ~10x slower than release; release replays in ~0.03 s.
+        assert!(wall < 2.0, "{name}: replay took {wall:.3} s");
+    }
+}
+
+// DiskSim's figures (valid/runvalid): ours must not be worse.
+#[test]
+fn atlas_iii_beats_disksim() {
+    check("atlas_III", 0.378);
+}
+#[test]
+fn barracuda_beats_disksim() {
+    check("barracuda", 0.349);
+}
+#[test]
+#[allow(clippy::approx_constant)] // DiskSim's figure, not 1/π
+fn cheetah4lp_beats_disksim() {
+    check("cheetah4LP", 0.318);
+}
+#[test]
+fn hp_c2490a_beats_disksim() {
+    check("hp_c2490a", 0.254);
+}
+
+// Not yet at DiskSim's figure (0.090 and 0.340 ms): held at what the model reaches
+// today so that it cannot get worse unnoticed. See docs/devices.md.
+#[test]
+fn hp_c2247a_holds_current_accuracy() {
+    check("hp_c2247a", 0.130);
+}
+#[test]
+fn dec_rz26_holds_current_accuracy() {
+    check("dec_rz26", 0.380);
+}
+
+#[test]
+fn imported_layout_matches_block_count() {
+    let Some(d) = data_dir() else { return };
+    for name in [
+        "atlas_III",
+        "barracuda",
+        "cheetah4LP",
+        "hp_c2247a",
+        "hp_c2490a",
+        "dec_rz26",
+    ] {
+        let imp = import(&d.join(format!("{name}.parv"))).unwrap();
+        let cap = imp.params.capacity_sectors;
+        let disk = TableDisk::new(name, imp.params);
+        let got = disk.layout_sectors();
+        // Spare and slip placement is approximate (docs/devices.md): within 5%.
+        let err = (got as f64 - cap as f64).abs() / cap as f64;
+        eprintln!("{name}: layout {got} blocks, Block count {cap}");
+        assert!(err < 0.05, "{name}: layout {got} vs {cap}");
+        assert!(
+            !imp.unused.is_empty(),
+            "{name}: unused parameters are listed"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! `iosched replay --format disksim-validate`: replay a measured device trace against
+//! a device model, one request outstanding at a time, and compare the simulated
+//! service times with the measured ones (DiskSim's demerit figure).
+
+use anyhow::{anyhow, bail, Result};
+use devices::disksim::{demerit, trace, TableDisk};
+use devices::ProfileKind;
+use std::io::Write;
+use std::path::Path;
+
+/// Replay a DiskSim validation trace.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  iosched devices import-disksim atlas_III.parv --out atlas_III.toml\n  iosched replay --format disksim-validate atlas_III.trace --device-file atlas_III.toml --plot atlas_III.svg\n  iosched replay --format disksim-validate atlas_III.trace --device-file atlas_III.parv --write_lat_log=atlas"
+)]
+pub struct Args {
+    /// Trace format (only `disksim-validate`).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: String,
+    /// The trace.
+    pub file: String,
+    /// Device profile (`hdd-table`), or a DiskSim `.parv` imported on the fly.
+    #[arg(long, value_name = "PROFILE")]
+    pub device_file: String,
+    /// Write fio-style completion latency log `PREFIX_clat.1.log`.
+    #[arg(long = "write_lat_log", value_name = "PREFIX")]
+    pub write_lat_log: Option<String>,
+    /// Plot both service-time CDFs to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
+}
+
+fn load_disk(path: &str) -> Result<(String, TableDisk)> {
+    let p = Path::new(path);
+    if p.extension().is_some_and(|e| e == "parv") {
+        let imp = devices::disksim::import(p)?;
+        return Ok((imp.name.clone(), TableDisk::new(&imp.name, imp.params)));
+    }
+    let prof = devices::load_profile_file(p)?;
+    match prof.kind {
+        ProfileKind::HddTable(t) => Ok((prof.name.clone(), TableDisk::new(&prof.name, *t))),
+        _ => bail!(
+            "{path}: model '{}' cannot replay disksim-validate traces; use an hdd-table profile (`iosched devices import-disksim`)",
+            prof.model()
+        ),
+    }
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+/// Run the command.
+pub fn run(args: Args) -> Result<()> {
+    if args.format != "disksim-validate" {
+        bail!(
+            "unknown --format '{}': expected disksim-validate",
+            args.format
+        );
+    }
+    let (name, mut disk) = load_disk(&args.device_file)?;
+    let reqs = trace::read_trace(Path::new(&args.file))?;
+    if reqs.is_empty() {
+        bail!("{}: no requests", args.file);
+    }
+    let wall = std::time::Instant::now();
+    let out = trace::replay(&mut disk, &reqs);
+    let wall = wall.elapsed();
+    let sim: Vec<f64> = out.iter().map(|r| r.sim_ms).collect();
+    let real: Vec<f64> = out.iter().map(|r| r.real_ms).collect();
+    let d = demerit::demerit(&sim, &real);
+    let mut ss = sim.clone();
+    ss.sort_by(f64::total_cmp);
+    let mut rs = real.clone();
+    rs.sort_by(f64::total_cmp);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    println!(
+        "replay {} on {name}: {} requests ({} reads, {} writes), replayed in {:.3} s",
+        args.file,
+        reqs.len(),
+        reqs.iter().filter(|r| !r.write).count(),
+        reqs.iter().filter(|r| r.write).count(),
+        wall.as_secs_f64()
+    );
+    println!("service time (ms)   simulated    measured");
+    println!(
+        "  mean            {:>11.3} {:>11.3}",
+        mean(&sim),
+        mean(&real)
+    );
+    for q in [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0] {
+        println!(
+            "  p{:<14} {:>11.3} {:>11.3}",
+            format!("{}", q * 100.0),
+            quantile(&ss, q),
+            quantile(&rs, q)
+        );
+    }
+    println!("demerit (DiskSim rms of the CDF distance): {d:.3} ms");
+    if let Some(prefix) = &args.write_lat_log {
+        let path = format!("{prefix}_clat.1.log");
+        let f = std::fs::File::create(&path).map_err(|e| anyhow!("cannot write {path}: {e}"))?;
+        let mut w = std::io::BufWriter::new(f);
+        for (r, o) in reqs.iter().zip(&out) {
+            writeln!(
+                w,
+                "{}, {}, {}, {}, {}",
+                ((o.arrive_ms + o.sim_ms).round()) as u64,
+                (o.sim_ms * 1e6).round() as u64,
+                u8::from(r.write),
+                r.bcount as u64 * 512,
+                r.blkno * 512
+            )?;
+        }
+        w.flush()?;
+        eprintln!("wrote {path}");
+    }
+    if let Some(svg) = &args.plot {
+        let series = vec![
+            ("measured".to_string(), demerit::binned_cdf(&real)),
+            ("simulated".to_string(), demerit::binned_cdf(&sim)),
+        ];
+        crate::cmd::plot::cdf_lines(
+            svg,
+            &format!("{name}: service time CDF (demerit {d:.3} ms)"),
+            "service time (ms)",
+            &series,
+        )?;
+        eprintln!("wrote {svg}");
+    }
+    Ok(())
+}
