@@ -282,6 +282,8 @@ pub struct Queue {
     stats: DiskStats,
     done: Vec<u64>,
     scratch: VecDeque<RqId>,
+    /// One hctx's share of an `SQ_SCHED` pull.
+    scratch_hctx: VecDeque<RqId>,
     plug: plug::Plug,
     /// `q->requeue_list`: (request, already prepared by the driver — `RQF_DONTPREP`).
     requeue_list: VecDeque<(RqId, bool)>,
@@ -338,6 +340,7 @@ impl Queue {
             stats: DiskStats::default(),
             done: Vec::new(),
             scratch: VecDeque::new(),
+            scratch_hctx: VecDeque::new(),
             plug: plug::Plug::default(),
             requeue_list: VecDeque::new(),
             flush_list: Vec::new(),
@@ -997,20 +1000,20 @@ impl Queue {
             false
         } else if multi_hctxs {
             let rqs = &self.rqs;
-            list.make_contiguous()
-                .sort_by_key(|&id| rqs.get(id).hctx);
+            list.make_contiguous().sort_by_key(|&id| rqs.get(id).hctx);
             let mut any = false;
-            let mut rest = list.split_off(0);
-            while let Some(&first) = rest.front() {
+            let mut sub = std::mem::take(&mut self.scratch_hctx);
+            while let Some(&first) = list.front() {
                 let target = self.hctx_of(first);
-                let n = rest
+                let n = list
                     .iter()
                     .take_while(|&&id| self.rqs.get(id).hctx == target)
                     .count();
-                let mut sub: VecDeque<RqId> = rest.drain(..n).collect();
+                sub.extend(list.drain(..n));
                 any |= self.dispatch_rq_list(now, target, drv, &mut sub);
+                sub.clear();
             }
-            list = rest;
+            self.scratch_hctx = sub;
             any
         } else {
             self.dispatch_rq_list(now, hctx, drv, &mut list)
