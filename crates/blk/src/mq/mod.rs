@@ -278,6 +278,8 @@ pub struct Queue {
     /// Per-hctx flush queues (`hctx->fq`).
     fqs: Vec<flush::FlushQueue>,
     driver_inflight: u32,
+    /// Hctxs with `dev_resource` set.
+    dev_resource_waiters: u32,
     busy_since: Ns,
     stats: DiskStats,
     done: Vec<u64>,
@@ -336,6 +338,7 @@ impl Queue {
                 .collect(),
             fqs: (0..nr_hw).map(|_| flush::FlushQueue::default()).collect(),
             driver_inflight: 0,
+            dev_resource_waiters: 0,
             busy_since: Ns::ZERO,
             stats: DiskStats::default(),
             done: Vec::new(),
@@ -765,12 +768,13 @@ impl Queue {
             self.stats.io_ticks_ns += now.since(self.busy_since);
         }
         let hctx = self.hctx_of(id);
-        if self.hctxs.len() > 1 {
+        if self.dev_resource_waiters > 0 && self.hctxs.len() > 1 {
             // BLK_STS_DEV_RESOURCE: the driver re-runs queues it refused when one of
             // its commands completes.
             for h in 0..self.hctxs.len() {
                 if h != hctx as usize && self.hctxs[h].dev_resource {
                     self.hctxs[h].dev_resource = false;
+                    self.dev_resource_waiters -= 1;
                     self.run_async(now, h as u16);
                 }
             }
@@ -1072,7 +1076,10 @@ impl Queue {
             r.started = false;
             if st == QueueRqStatus::DevResource {
                 let h = r.hctx as usize;
-                self.hctxs[h].dev_resource = true;
+                if !self.hctxs[h].dev_resource {
+                    self.hctxs[h].dev_resource = true;
+                    self.dev_resource_waiters += 1;
+                }
             }
             self.put_driver_tag(id);
         }

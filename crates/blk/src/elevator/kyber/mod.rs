@@ -49,9 +49,16 @@
 //!
 //! - **Token allocation order** follows sbitmap exactly (see [`sbitmap`]); hints start
 //!   at 0 instead of the kernel's random values. Dispatch allocates on the CPU the
-//!   hardware queue runs on (CPU `hctx` modulo the CPU count: CPU 0 for the replay
-//!   environment's single hctx); a token is released on the request's submitting CPU
-//!   (`rq->mq_ctx->cpu`), which moves that CPU's hint.
+//!   hardware queue runs on (its first CPU in blk-mq's CPU → hctx map: CPU 0 for the
+//!   replay environment's single hctx); a token is released on the request's
+//!   submitting CPU (`rq->mq_ctx->cpu`), which moves that CPU's hint.
+//! - **Several hardware queues**: as in the kernel, the token pools, latency
+//!   histograms and timer are per queue (`kyber_queue_data`), while the kcqs, the
+//!   flushed per-domain lists, `cur_domain`, `batching` and the token wait state are
+//!   per hctx (`kyber_hctx_data`): `insert_requests`, `bio_merge`, `has_work` and
+//!   `dispatch_request` act on `ctx.hctx`. A token wake-up runs only the hctxs that
+//!   waited ([`Elevator::timer_runs_hctx`]); with one hctx every timer runs it, as
+//!   before.
 //! - **Latency histograms** are per CPU in the kernel; the timer sums them all before
 //!   use, so one set (`cpu_latency`) gives identical percentiles.
 //! - **Timer**: `timer_reduce(jiffies + HZ/10)` on every measured completion; the wake-up
