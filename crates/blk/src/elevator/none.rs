@@ -25,13 +25,19 @@ use std::collections::VecDeque;
 pub struct NoneSched {
     /// Software queues, by CPU.
     ctx_lists: Vec<VecDeque<RqId>>,
-    /// The CPUs of each hardware queue, ascending (`hctx->ctxs` by `index_hw`).
-    hctx_cpus: Vec<Vec<u32>>,
-    /// Requests queued per hardware queue.
-    queued: Vec<usize>,
-    /// Per hardware queue: the index in `hctx_cpus` to serve first
-    /// (`hctx->dispatch_from`).
-    dispatch_from: Vec<usize>,
+    /// Per hardware queue.
+    hctxs: Vec<HctxLists>,
+}
+
+/// One hardware queue's view of the software queues.
+#[derive(Clone, Debug, Default)]
+struct HctxLists {
+    /// Its CPUs, ascending (`hctx->ctxs` by `index_hw`).
+    cpus: Vec<u32>,
+    /// Requests queued on them.
+    queued: usize,
+    /// The index in `cpus` to serve first (`hctx->dispatch_from`).
+    dispatch_from: usize,
 }
 
 impl NoneSched {
@@ -41,15 +47,13 @@ impl NoneSched {
         let nr_cpus = params.nr_cpus.max(1);
         let map = crate::mq::cpumap::map_queues(nr_cpus, params.nr_hw_queues);
         let nr_hw = map.iter().copied().max().unwrap_or(0) as usize + 1;
-        let mut hctx_cpus = vec![Vec::new(); nr_hw];
+        let mut hctxs = vec![HctxLists::default(); nr_hw];
         for (cpu, &h) in map.iter().enumerate() {
-            hctx_cpus[h as usize].push(cpu as u32);
+            hctxs[h as usize].cpus.push(cpu as u32);
         }
         NoneSched {
             ctx_lists: vec![VecDeque::new(); nr_cpus as usize],
-            hctx_cpus,
-            queued: vec![0; nr_hw],
-            dispatch_from: vec![0; nr_hw],
+            hctxs,
         }
     }
 
@@ -59,12 +63,10 @@ impl NoneSched {
         if cpu >= self.ctx_lists.len() {
             self.ctx_lists.resize(cpu + 1, VecDeque::new());
         }
-        if hctx >= self.hctx_cpus.len() {
-            self.hctx_cpus.resize(hctx + 1, Vec::new());
-            self.queued.resize(hctx + 1, 0);
-            self.dispatch_from.resize(hctx + 1, 0);
+        if hctx >= self.hctxs.len() {
+            self.hctxs.resize(hctx + 1, HctxLists::default());
         }
-        let cpus = &mut self.hctx_cpus[hctx];
+        let cpus = &mut self.hctxs[hctx].cpus;
         if let Err(pos) = cpus.binary_search(&(cpu as u32)) {
             cpus.insert(pos, cpu as u32);
         }
@@ -98,8 +100,9 @@ impl Elevator for NoneSched {
             let r = ctx.rqs.get(rq);
             let (cpu, hctx) = (r.cpu as usize, r.hctx as usize);
             if cpu >= self.ctx_lists.len()
-                || hctx >= self.hctx_cpus.len()
-                || self.hctx_cpus[hctx].binary_search(&(cpu as u32)).is_err()
+                || hctx >= self.hctxs.len()
+                || (self.hctxs.len() > 1
+                    && self.hctxs[hctx].cpus.binary_search(&(cpu as u32)).is_err())
             {
                 self.ensure(cpu, hctx);
             }
@@ -108,26 +111,26 @@ impl Elevator for NoneSched {
             } else {
                 self.ctx_lists[cpu].push_back(rq);
             }
-            self.queued[hctx] += 1;
+            self.hctxs[hctx].queued += 1;
         }
     }
 
     /// `blk_mq_dequeue_from_ctx`: the next software queue of this hctx with a request,
     /// starting after the one served last.
     fn dispatch_request(&mut self, ctx: &mut ElvCtx) -> Option<RqId> {
-        let h = ctx.hctx as usize;
-        if self.queued.get(h).copied().unwrap_or(0) == 0 {
+        let hl = self.hctxs.get_mut(ctx.hctx as usize)?;
+        if hl.queued == 0 {
             return None;
         }
-        let cpus = &self.hctx_cpus[h];
-        let n = cpus.len();
-        for k in 0..n {
-            let i = (self.dispatch_from[h] + k) % n;
-            if let Some(rq) = self.ctx_lists[cpus[i] as usize].pop_front() {
-                self.queued[h] -= 1;
-                self.dispatch_from[h] = (i + 1) % n;
+        let n = hl.cpus.len();
+        let mut i = hl.dispatch_from;
+        for _ in 0..n {
+            if let Some(rq) = self.ctx_lists[hl.cpus[i] as usize].pop_front() {
+                hl.queued -= 1;
+                hl.dispatch_from = if i + 1 == n { 0 } else { i + 1 };
                 return Some(rq);
             }
+            i = if i + 1 == n { 0 } else { i + 1 };
         }
         None
     }
@@ -142,16 +145,18 @@ impl Elevator for NoneSched {
             return false;
         };
         l.remove(pos);
-        self.queued[h] -= 1;
-        let cpus = &self.hctx_cpus[h];
-        if let Ok(i) = cpus.binary_search(&(cpu as u32)) {
-            self.dispatch_from[h] = (i + 1) % cpus.len();
+        let hl = &mut self.hctxs[h];
+        hl.queued -= 1;
+        if let Ok(i) = hl.cpus.binary_search(&(cpu as u32)) {
+            hl.dispatch_from = (i + 1) % hl.cpus.len();
         }
         true
     }
 
     fn has_work(&self, ctx: &ElvCtx) -> bool {
-        self.queued.get(ctx.hctx as usize).is_some_and(|&q| q > 0)
+        self.hctxs
+            .get(ctx.hctx as usize)
+            .is_some_and(|h| h.queued > 0)
     }
 
     fn finish_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId) {}

@@ -275,6 +275,8 @@ pub struct Queue {
     /// `mq_map`: CPU → hctx.
     cpu_map: Vec<u16>,
     hctxs: Vec<Hctx>,
+    /// The earliest `run_at` over all hctxs.
+    run_min: Option<Ns>,
     /// Per-hctx flush queues (`hctx->fq`).
     fqs: Vec<flush::FlushQueue>,
     driver_inflight: u32,
@@ -336,6 +338,7 @@ impl Queue {
             hctxs: (0..nr_hw)
                 .map(|_| Hctx::new(nr_requests, cfg.queue_depth))
                 .collect(),
+            run_min: None,
             fqs: (0..nr_hw).map(|_| flush::FlushQueue::default()).collect(),
             driver_inflight: 0,
             dev_resource_waiters: 0,
@@ -447,13 +450,10 @@ impl Queue {
     /// When the queue wants [`Queue::run`] called next, if at all: the earliest
     /// hardware queue run or the requeue work.
     pub fn next_run(&self) -> Option<Ns> {
-        let mut t = self.requeue_at;
-        for h in &self.hctxs {
-            if let Some(a) = h.run_at {
-                t = Some(t.map_or(a, |b| b.min(a)));
-            }
+        match (self.run_min, self.requeue_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
-        t
     }
 
     /// When the elevator wants [`Queue::elevator_timer`] called, if at all.
@@ -467,7 +467,21 @@ impl Queue {
 
     /// `blk_mq_run_hw_queue(hctx, true)`: run as soon as possible.
     fn run_async(&mut self, now: Ns, hctx: u16) {
-        self.hctxs[hctx as usize].run_at = Some(now);
+        self.set_run_at(hctx, Some(now));
+    }
+
+    /// Set `hctx`'s run time, keeping `run_min` (the earliest over all hctxs) exact.
+    fn set_run_at(&mut self, hctx: u16, v: Option<Ns>) {
+        let old = std::mem::replace(&mut self.hctxs[hctx as usize].run_at, v);
+        if let Some(t) = v {
+            if self.run_min.is_none_or(|m| t <= m) {
+                self.run_min = Some(t);
+                return;
+            }
+        }
+        if old.is_some() && old == self.run_min {
+            self.run_min = self.hctxs.iter().filter_map(|h| h.run_at).min();
+        }
     }
 
     /// Whether `hctx` has anything to run (`blk_mq_hctx_has_pending`).
@@ -510,7 +524,8 @@ impl Queue {
     /// `blk_mq_delay_run_hw_queue`: (re)arm the run work `ms` from now; like
     /// `mod_delayed_work`, this replaces a pending run.
     fn delay_run(&mut self, now: Ns, hctx: u16, ms: u64) {
-        self.hctxs[hctx as usize].run_at = Some(self.delay_time(now, ms));
+        let t = self.delay_time(now, ms);
+        self.set_run_at(hctx, Some(t));
     }
 
     /// `blk_mq_delay_run_hw_queues` from a run of `cur`: arm the run work of every
@@ -518,13 +533,13 @@ impl Queue {
     /// is already pending there.
     fn delay_run_all_if_idle(&mut self, now: Ns, cur: u16, ms: u64) {
         let t = self.delay_time(now, ms);
-        let sq = self.sq_sched;
-        for (h, hc) in self.hctxs.iter_mut().enumerate() {
-            if sq && h != cur as usize && hc.dispatch.is_empty() {
+        for h in 0..self.hctxs.len() {
+            let hc = &self.hctxs[h];
+            if self.sq_sched && h != cur as usize && hc.dispatch.is_empty() {
                 continue;
             }
             if hc.run_at.is_none() {
-                hc.run_at = Some(t);
+                self.set_run_at(h as u16, Some(t));
             }
         }
     }
@@ -910,9 +925,12 @@ impl Queue {
             self.requeue_at = None;
             self.requeue_work(now);
         }
+        if self.run_min.is_none_or(|t| t > now) {
+            return;
+        }
         for h in 0..self.hctxs.len() as u16 {
             match self.hctxs[h as usize].run_at {
-                Some(t) if t <= now => self.hctxs[h as usize].run_at = None,
+                Some(t) if t <= now => self.set_run_at(h, None),
                 _ => continue,
             }
             self.run_hctx(now, h, drv);
@@ -923,7 +941,7 @@ impl Queue {
     /// one hctx at a time calls).
     pub fn run_hw_queue(&mut self, now: Ns, hctx: u16, drv: &mut dyn Driver) {
         match self.hctxs[hctx as usize].run_at {
-            Some(t) if t <= now => self.hctxs[hctx as usize].run_at = None,
+            Some(t) if t <= now => self.set_run_at(hctx, None),
             _ => return,
         }
         self.run_hctx(now, hctx, drv);
