@@ -1,5 +1,6 @@
 //! The `ideal` device: every request costs a fixed latency, and data moves through
-//! one shared pipe of fixed bandwidth; up to `queue_depth` requests are accepted.
+//! one shared pipe of fixed bandwidth; up to `queue_depth` requests are accepted per
+//! hardware queue (as an NVMe submission queue: the request's `hctx` says which).
 //!
 //! A request accepted at `t` completes at `max(t + latency, pipe_free) + bytes / bw`,
 //! where `pipe_free` is when the previous transfer ended: latencies overlap (like a
@@ -20,7 +21,7 @@ pub struct IdealParams {
     pub latency_ns: u64,
     /// Transfer bandwidth, bytes per second.
     pub bandwidth: u64,
-    /// Commands accepted at once.
+    /// Commands accepted at once per hardware queue.
     pub queue_depth: u32,
     /// Capacity, bytes.
     pub capacity: u64,
@@ -75,7 +76,7 @@ impl IdealParams {
                 name: "queue_depth",
                 unit: "commands",
                 value: self.queue_depth.to_string(),
-                help: "requests accepted at once (driver tags)",
+                help: "requests accepted at once per hardware queue (driver tags per hctx)",
             },
             ParamInfo {
                 name: "capacity",
@@ -99,7 +100,9 @@ pub struct Ideal {
     p: IdealParams,
     info: DeviceInfo,
     pipe_free: Ns,
-    inflight: BinaryHeap<Reverse<(Ns, u64, RqId)>>,
+    inflight: BinaryHeap<Reverse<(Ns, u64, RqId, u16)>>,
+    /// Commands in flight per hardware queue.
+    per_queue: Vec<u32>,
     seq: u64,
 }
 
@@ -123,6 +126,7 @@ impl Ideal {
             },
         };
         Ideal {
+            per_queue: vec![0; p.nr_hw_queues.max(1) as usize],
             p,
             info,
             pipe_free: Ns::ZERO,
@@ -134,9 +138,11 @@ impl Ideal {
 
 impl Driver for Ideal {
     fn queue_rq(&mut self, now: Ns, id: RqId, rq: &Request, _last: bool) -> QueueRqStatus {
-        if self.inflight.len() >= self.p.queue_depth as usize {
+        let q = rq.hctx as usize % self.per_queue.len();
+        if self.per_queue[q] >= self.p.queue_depth {
             return QueueRqStatus::DevResource;
         }
+        self.per_queue[q] += 1;
         let bytes = rq.nr_sectors as u64 * 512;
         let ready = now.add(self.p.latency_ns);
         let done = if matches!(rq.op, Op::Flush) || bytes == 0 {
@@ -149,7 +155,7 @@ impl Driver for Ideal {
             end
         };
         self.seq += 1;
-        self.inflight.push(Reverse((done, self.seq, id)));
+        self.inflight.push(Reverse((done, self.seq, id, q as u16)));
         QueueRqStatus::Ok
     }
 }
@@ -159,14 +165,15 @@ impl Device for Ideal {
         &self.info
     }
     fn next_event(&self) -> Option<Ns> {
-        self.inflight.peek().map(|Reverse((t, _, _))| *t)
+        self.inflight.peek().map(|Reverse((t, _, _, _))| *t)
     }
     fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
-        while let Some(Reverse((t, _, id))) = self.inflight.peek().copied() {
+        while let Some(Reverse((t, _, id, q))) = self.inflight.peek().copied() {
             if t > now {
                 break;
             }
             self.inflight.pop();
+            self.per_queue[q as usize] -= 1;
             done.push(id);
         }
     }

@@ -197,6 +197,20 @@ pub trait Elevator {
     }
     /// A timer requested through [`Elevator::next_timer`] is due.
     fn timer_fired(&mut self, _ctx: &mut ElvCtx) {}
+    /// After [`Elevator::timer_fired`]: whether hardware queue `hctx` is to be run
+    /// now (the kernel's wake callbacks run the hctxs that waited). Called once per
+    /// hctx; the default runs every one.
+    fn timer_runs_hctx(&mut self, _hctx: u16) -> bool {
+        true
+    }
+
+    /// `ELEVATOR_FLAG_SQ_SCHED` → `QUEUE_FLAG_SQ_SCHED`: one scheduler instance for
+    /// all hardware queues, whose `dispatch_request` may return a request of any
+    /// hctx (mq-deadline, BFQ). Running "all hardware queues" then runs only the
+    /// current CPU's hctx and those with a non-empty dispatch list.
+    fn single_queue(&self) -> bool {
+        false
+    }
 
     /// The sysfs attributes, with units and defaults.
     fn tunables(&self) -> Vec<TunableInfo>;

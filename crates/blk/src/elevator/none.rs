@@ -5,8 +5,9 @@
 //! resuming after the queue it served last (`blk_mq_dequeue_from_ctx` with
 //! `hctx->dispatch_from`). This model keeps one list per CPU and serves them round
 //! robin, oldest first within a CPU; at-head inserts (requeues) go to the front of
-//! their CPU's list, as `blk_mq_insert_request` does for the software queue. No
-//! tunables.
+//! their CPU's list, as `blk_mq_insert_request` does for the software queue. Each
+//! hardware queue serves only the software queues of the CPUs mapped to it
+//! (`blk_mq_map_queues`), with its own round-robin position. No tunables.
 //!
 //! Merging is the kernel's no-elevator merge (`blk_mq_sched_bio_merge` without an
 //! elevator → `blk_bio_list_merge`): the submitting CPU's software queue is scanned
@@ -18,21 +19,56 @@ use crate::merge::{attempt_bio_merge, BioMerge};
 use crate::request::{Bio, BioId, RqId};
 use std::collections::VecDeque;
 
-/// The `none` "scheduler": per-CPU FIFOs (see the module docs).
+/// The `none` "scheduler": per-CPU FIFOs served per hardware queue (see the module
+/// docs).
 #[derive(Debug)]
 pub struct NoneSched {
+    /// Software queues, by CPU.
     ctx_lists: Vec<VecDeque<RqId>>,
+    /// Per hardware queue.
+    hctxs: Vec<HctxLists>,
+}
+
+/// One hardware queue's view of the software queues.
+#[derive(Clone, Debug, Default)]
+struct HctxLists {
+    /// Its CPUs, ascending (`hctx->ctxs` by `index_hw`).
+    cpus: Vec<u32>,
+    /// Requests queued on them.
     queued: usize,
+    /// The index in `cpus` to serve first (`hctx->dispatch_from`).
     dispatch_from: usize,
 }
 
 impl NoneSched {
-    /// A `none` scheduler for a queue with `params.nr_cpus` software queues.
+    /// A `none` scheduler for a queue with `params.nr_cpus` software queues mapped
+    /// onto `params.nr_hw_queues` hardware queues as blk-mq maps them.
     pub fn new(params: &QueueParams) -> Self {
+        let nr_cpus = params.nr_cpus.max(1);
+        let map = crate::mq::cpumap::map_queues(nr_cpus, params.nr_hw_queues);
+        let nr_hw = map.iter().copied().max().unwrap_or(0) as usize + 1;
+        let mut hctxs = vec![HctxLists::default(); nr_hw];
+        for (cpu, &h) in map.iter().enumerate() {
+            hctxs[h as usize].cpus.push(cpu as u32);
+        }
         NoneSched {
-            ctx_lists: vec![VecDeque::new(); params.nr_cpus.max(1) as usize],
-            queued: 0,
-            dispatch_from: 0,
+            ctx_lists: vec![VecDeque::new(); nr_cpus as usize],
+            hctxs,
+        }
+    }
+
+    /// Make room for a request of `cpu` on hardware queue `hctx` (CPUs beyond the
+    /// configured count join the hctx their requests come from).
+    fn ensure(&mut self, cpu: usize, hctx: usize) {
+        if cpu >= self.ctx_lists.len() {
+            self.ctx_lists.resize(cpu + 1, VecDeque::new());
+        }
+        if hctx >= self.hctxs.len() {
+            self.hctxs.resize(hctx + 1, HctxLists::default());
+        }
+        let cpus = &mut self.hctxs[hctx].cpus;
+        if let Err(pos) = cpus.binary_search(&(cpu as u32)) {
+            cpus.insert(pos, cpu as u32);
         }
     }
 }
@@ -61,50 +97,66 @@ impl Elevator for NoneSched {
 
     fn insert_requests(&mut self, ctx: &mut ElvCtx, rqs: &[RqId], at_head: bool) {
         for &rq in rqs {
-            let cpu = ctx.rqs.get(rq).cpu as usize;
-            if cpu >= self.ctx_lists.len() {
-                self.ctx_lists.resize(cpu + 1, VecDeque::new());
+            let r = ctx.rqs.get(rq);
+            let (cpu, hctx) = (r.cpu as usize, r.hctx as usize);
+            if cpu >= self.ctx_lists.len()
+                || hctx >= self.hctxs.len()
+                || (self.hctxs.len() > 1
+                    && self.hctxs[hctx].cpus.binary_search(&(cpu as u32)).is_err())
+            {
+                self.ensure(cpu, hctx);
             }
             if at_head {
                 self.ctx_lists[cpu].push_front(rq);
             } else {
                 self.ctx_lists[cpu].push_back(rq);
             }
-            self.queued += 1;
+            self.hctxs[hctx].queued += 1;
         }
     }
 
-    fn dispatch_request(&mut self, _ctx: &mut ElvCtx) -> Option<RqId> {
-        if self.queued == 0 {
+    /// `blk_mq_dequeue_from_ctx`: the next software queue of this hctx with a request,
+    /// starting after the one served last.
+    fn dispatch_request(&mut self, ctx: &mut ElvCtx) -> Option<RqId> {
+        let hl = self.hctxs.get_mut(ctx.hctx as usize)?;
+        if hl.queued == 0 {
             return None;
         }
-        let n = self.ctx_lists.len();
-        for k in 0..n {
-            let cpu = (self.dispatch_from + k) % n;
-            if let Some(rq) = self.ctx_lists[cpu].pop_front() {
-                self.queued -= 1;
-                self.dispatch_from = (cpu + 1) % n;
+        let n = hl.cpus.len();
+        let mut i = hl.dispatch_from;
+        for _ in 0..n {
+            if let Some(rq) = self.ctx_lists[hl.cpus[i] as usize].pop_front() {
+                hl.queued -= 1;
+                hl.dispatch_from = if i + 1 == n { 0 } else { i + 1 };
                 return Some(rq);
             }
+            i = if i + 1 == n { 0 } else { i + 1 };
         }
         None
     }
 
-    fn force_dispatch(&mut self, _ctx: &mut ElvCtx, rq: RqId) -> bool {
-        let n = self.ctx_lists.len();
-        for (cpu, l) in self.ctx_lists.iter_mut().enumerate() {
-            if let Some(pos) = l.iter().position(|&r| r == rq) {
-                l.remove(pos);
-                self.queued -= 1;
-                self.dispatch_from = (cpu + 1) % n;
-                return true;
-            }
+    fn force_dispatch(&mut self, ctx: &mut ElvCtx, rq: RqId) -> bool {
+        let r = ctx.rqs.get(rq);
+        let (cpu, h) = (r.cpu as usize, r.hctx as usize);
+        let Some(l) = self.ctx_lists.get_mut(cpu) else {
+            return false;
+        };
+        let Some(pos) = l.iter().position(|&x| x == rq) else {
+            return false;
+        };
+        l.remove(pos);
+        let hl = &mut self.hctxs[h];
+        hl.queued -= 1;
+        if let Ok(i) = hl.cpus.binary_search(&(cpu as u32)) {
+            hl.dispatch_from = (i + 1) % hl.cpus.len();
         }
-        false
+        true
     }
 
-    fn has_work(&self, _ctx: &ElvCtx) -> bool {
-        self.queued > 0
+    fn has_work(&self, ctx: &ElvCtx) -> bool {
+        self.hctxs
+            .get(ctx.hctx as usize)
+            .is_some_and(|h| h.queued > 0)
     }
 
     fn finish_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId) {}

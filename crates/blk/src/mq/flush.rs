@@ -91,6 +91,7 @@ impl Queue {
     pub(super) fn insert_flush(&mut self, now: Ns, id: RqId) -> bool {
         let (wc, fua) = (self.cfg.write_cache, self.cfg.fua);
         let rq = self.rqs.get_mut(id);
+        let fq = &mut self.fqs[rq.hctx as usize];
         let mut policy = 0;
         if rq.nr_sectors > 0 {
             policy |= FSEQ_DATA;
@@ -117,13 +118,13 @@ impl Queue {
             FSEQ_DATA => false,
             p if p == FSEQ_DATA | FSEQ_POSTFLUSH => {
                 rq.flush_seq = true;
-                *self.fq.seq_mut(id) = FSEQ_PREFLUSH;
-                self.fq.data_in_flight += 1;
+                *fq.seq_mut(id) = FSEQ_PREFLUSH;
+                fq.data_in_flight += 1;
                 false
             }
             p => {
                 rq.flush_seq = true;
-                *self.fq.seq_mut(id) = 0;
+                *fq.seq_mut(id) = 0;
                 self.flush_complete_seq(now, id, FSEQ_ACTIONS & !p);
                 true
             }
@@ -133,8 +134,10 @@ impl Queue {
     /// `blk_flush_complete_seq`: mark `done` steps complete and move the request to
     /// its next step, then see whether a flush can be issued.
     fn flush_complete_seq(&mut self, now: Ns, id: RqId, done: u8) {
+        let hctx = self.hctx_of(id);
+        let h = hctx as usize;
         let seq = {
-            let s = self.fq.seq_mut(id);
+            let s = self.fqs[h].seq_mut(id);
             debug_assert_eq!(*s & done, 0, "flush step completed twice");
             *s |= done;
             // blk_flush_cur_seq: the lowest step not done yet.
@@ -142,14 +145,16 @@ impl Queue {
         };
         match seq {
             FSEQ_PREFLUSH | FSEQ_POSTFLUSH => {
-                let p = self.fq.pending_idx;
-                if self.fq.lists[p].is_empty() {
-                    self.fq.pending_since = self.jiffies(now);
+                let jiffies = self.jiffies(now);
+                let fq = &mut self.fqs[h];
+                let p = fq.pending_idx;
+                if fq.lists[p].is_empty() {
+                    fq.pending_since = jiffies;
                 }
-                self.fq.lists[p].push_back(id);
+                fq.lists[p].push_back(id);
             }
             FSEQ_DATA => {
-                self.fq.data_in_flight += 1;
+                self.fqs[h].data_in_flight += 1;
                 self.requeue_list.push_front((id, false));
                 self.kick_requeue(now);
             }
@@ -157,18 +162,19 @@ impl Queue {
                 debug_assert_eq!(seq, FSEQ_DONE);
                 // blk_flush_restore_request, then blk_mq_end_request: only now is the
                 // submitter's bio ended and the I/O accounted.
-                self.fq.seq[id.index()] = 0;
+                self.fqs[h].seq[id.index()] = 0;
                 self.rqs.get_mut(id).flush_seq = false;
                 self.end_request(now, id);
             }
         }
-        self.kick_flush(now);
+        self.kick_flush(now, hctx);
     }
 
     /// `blk_kick_flush`: issue a flush for the pending list if none is in flight (C1)
     /// and no flush data is in flight or the pending list timed out (C2/C3).
-    fn kick_flush(&mut self, now: Ns) {
-        let fq = &self.fq;
+    fn kick_flush(&mut self, now: Ns, hctx: u16) {
+        let h = hctx as usize;
+        let fq = &self.fqs[h];
         let pending = &fq.lists[fq.pending_idx];
         let Some(&first) = pending.front() else {
             return;
@@ -182,21 +188,21 @@ impl Queue {
         if fq.data_in_flight > 0 && self.jiffies(now).before(timeout) {
             return;
         }
-        self.fq.pending_idx ^= 1;
+        self.fqs[h].pending_idx ^= 1;
         // The flush request takes the first pending request's context and borrows
         // its tag (so it holds no scheduler tag of its own).
         let (cpu, hctx, pid) = {
             let f = self.rqs.get(first);
             (f.cpu, f.hctx, f.pid)
         };
-        let id = match self.fq.flush_rq {
+        let id = match self.fqs[h].flush_rq {
             Some(id) => id,
             None => {
                 let mut rq = Request::from_bio(&self.flush_bio_template(), dummy_bio(), now);
                 rq.bio_head = None;
                 rq.bio_tail = None;
                 let id = self.rqs.alloc(rq);
-                self.fq.flush_rq = Some(id);
+                self.fqs[h].flush_rq = Some(id);
                 id
             }
         };
@@ -214,7 +220,7 @@ impl Queue {
         rq.uses_sched = false;
         rq.sched_tag = None;
         rq.driver_tag = None;
-        self.flush_list = Some(id);
+        self.flush_list.push(id);
         self.kick_requeue(now);
     }
 
@@ -234,29 +240,29 @@ impl Queue {
 
     /// `flush_end_io`: the device finished the flush; every request on the running
     /// list advances one step.
-    pub(super) fn flush_end_io(&mut self, now: Ns) {
-        let id = self
-            .fq
+    pub(super) fn flush_end_io(&mut self, now: Ns, hctx: u16) {
+        let h = hctx as usize;
+        let id = self.fqs[h]
             .flush_rq
             .expect("flush completion without a flush request");
         self.put_driver_tag(id);
         self.rqs.get_mut(id).started = false;
         self.stats.flush_ios += 1;
         self.stats.flush_ticks_ns += now.since(self.rqs.get(id).alloc_ns);
-        let r = self.fq.running_idx;
-        debug_assert_ne!(self.fq.pending_idx, r, "flush completed while none ran");
-        self.fq.running_idx ^= 1;
-        let mut running = std::mem::take(&mut self.fq.lists[r]);
+        let r = self.fqs[h].running_idx;
+        debug_assert_ne!(self.fqs[h].pending_idx, r, "flush completed while none ran");
+        self.fqs[h].running_idx ^= 1;
+        let mut running = std::mem::take(&mut self.fqs[h].lists[r]);
         while let Some(rq) = running.pop_front() {
-            let seq = 1u8 << self.fq.seq[rq.index()].trailing_ones();
+            let seq = 1u8 << self.fqs[h].seq[rq.index()].trailing_ones();
             debug_assert!(seq == FSEQ_PREFLUSH || seq == FSEQ_POSTFLUSH);
             self.flush_complete_seq(now, rq, seq);
         }
         // Keep the allocation (nothing can have been added to the old running list:
         // it is the pending list only after the next flush is issued, which swaps
         // pending_idx away from it... unless that happened above).
-        if self.fq.lists[r].is_empty() {
-            self.fq.lists[r] = running;
+        if self.fqs[h].lists[r].is_empty() {
+            self.fqs[h].lists[r] = running;
         }
     }
 
@@ -264,8 +270,9 @@ impl Queue {
     /// elevator is done with it (`finish_request`); its driver tag is returned, and
     /// the sequence advances.
     pub(super) fn flush_data_end_io(&mut self, now: Ns, id: RqId) {
+        let hctx = self.hctx_of(id);
         if self.rqs.get(id).uses_sched {
-            let (mut ctx, e) = self.ctx(now);
+            let (mut ctx, e) = self.ctx(now, hctx);
             e.completed_request(&mut ctx, id, now);
             ctx.merge.forget(id);
             e.finish_request(&mut ctx, id);
@@ -273,9 +280,9 @@ impl Queue {
         }
         self.put_driver_tag(id);
         self.rqs.get_mut(id).started = false;
-        self.fq.data_in_flight -= 1;
+        self.fqs[hctx as usize].data_in_flight -= 1;
         self.flush_complete_seq(now, id, FSEQ_DATA);
-        self.sched_restart(now);
+        self.sched_restart(now, hctx);
     }
 }
 

@@ -15,22 +15,34 @@
 //! reads [`Queue::next_run`] and calls [`Queue::run`] then, so that ordering follows
 //! the caller's event clock.
 //!
-//! Modelled: one hardware queue; scheduler tags (`nr_requests`) with the elevator's
-//! shallow depth (`limit_depth`, as a limit on the whole tag space); tasks sleeping on
-//! scheduler tags (flushing their plug first); driver tags (device queue depth) taken
-//! at dispatch; the per-task plug with plug merging and auto-flush at 32 requests or
-//! after a ≥ 128 KiB request; bio splitting at `max_sectors` / `max_segments`; merging
-//! (plug, then the elevator's `bio_merge` — for `none` the software-queue scan) under
-//! `nomerges`; direct issue without an elevator; `hctx->dispatch` served first and,
-//! when it cannot be emptied, the elevator not consulted; pulls of up to `nr_requests`
-//! (one when `dispatch_busy`); the 3 ms re-run when the elevator has work but returns
-//! nothing; the 3 ms delay after `BLK_STS_RESOURCE`; `SCHED_RESTART` on every request
-//! free; the `dispatch_busy` EWMA; the flush machinery (decomposition, double-buffered
-//! pending lists, one flush in flight, `FLUSH_PENDING_TIMEOUT`, flush request at the
+//! Modelled: several hardware queues (hctxs) with the kernel's CPU → hctx map
+//! ([`cpumap`]); per hctx: scheduler tags (`nr_requests` each) with the elevator's
+//! shallow depth (`limit_depth`, as a limit on that hctx's tag space), tasks sleeping
+//! on their hctx's scheduler tags (flushing their plug first), driver tags (the
+//! device's queue depth per hardware queue) taken at dispatch, `hctx->dispatch`,
+//! `SCHED_RESTART`, `dispatch_busy`, the flush queue and the kblockd run work (one
+//! pending run time per hctx). A request belongs to the hctx of the CPU it was
+//! allocated on, and the elevator is called with that hctx; a freed request restarts
+//! only its own hctx. With an elevator that sets `QUEUE_FLAG_SQ_SCHED`
+//! ([`Elevator::single_queue`], mq-deadline) a run of one hctx may pull requests of
+//! others: they are sorted by hctx and handed to the driver per hctx, and
+//! "run all hardware queues" means the running hctx plus those with a non-empty
+//! dispatch list. Also: the per-task plug with plug merging and auto-flush at 32
+//! requests or after a ≥ 128 KiB request; bio splitting at `max_sectors` /
+//! `max_segments`; merging (plug, then the elevator's `bio_merge` — for `none` the
+//! software-queue scan) under `nomerges`; direct issue without an elevator;
+//! `hctx->dispatch` served first and, when it cannot be emptied, the elevator not
+//! consulted; pulls of up to `nr_requests` (one when `dispatch_busy`); the 3 ms
+//! re-run when the elevator has work but returns nothing; the 3 ms delay after
+//! `BLK_STS_RESOURCE`; `BLK_STS_DEV_RESOURCE` on one hctx re-run by the next
+//! completion on any hctx; the flush machinery (decomposition, double-buffered pending
+//! lists, one flush in flight per hctx, `FLUSH_PENDING_TIMEOUT`, flush request at the
 //! head of `hctx->dispatch`); requeue through the requeue list; `/proc/diskstats`
-//! counters. Not modelled: several hardware queues, shared tag sets, `rq_qos`
-//! throttling, plug request caching (`nr_ios`), zoned devices.
+//! counters. Not modelled: shared tag sets (`BLK_MQ_F_TAG_HCTX_SHARED`, SCSI hosts),
+//! SMT/NUMA-aware CPU grouping, READ/POLL queue maps, `rq_qos` throttling, plug
+//! request caching (`nr_ios`), zoned devices.
 
+pub mod cpumap;
 mod flush;
 mod plug;
 mod split;
@@ -70,7 +82,7 @@ pub struct QueueConfig {
     /// `queue/nr_requests`; `None` = the kernel's default for an elevator,
     /// `2 × min(queue_depth, 128)`.
     pub nr_requests: Option<u32>,
-    /// Driver tags: the device's queue depth.
+    /// Driver tags: the device's queue depth per hardware queue.
     pub queue_depth: u32,
     /// Number of CPUs (software queues).
     pub nr_cpus: u32,
@@ -91,8 +103,9 @@ pub struct QueueConfig {
     /// Most requests pulled from the elevator per dispatch round (the proposed
     /// `nr_sched_batch` attribute); `None` = `nr_requests`, as mainline does.
     pub nr_sched_batch: Option<u32>,
-    /// Hardware queues the device has (only "one or several" matters here: with
-    /// several, a busy hardware queue still issues synchronous requests directly).
+    /// Hardware queues the device has; the queue gets at most one per CPU
+    /// ([`cpumap::effective_nr_hw_queues`]), each with its own driver tags
+    /// (`queue_depth`), scheduler tags (`nr_requests`) and dispatch list.
     pub nr_hw_queues: u16,
 }
 
@@ -213,34 +226,73 @@ pub enum Submitted {
     Sleeping,
 }
 
-/// One request queue with one hardware queue; see the module docs.
+/// One hardware context (`struct blk_mq_hw_ctx`).
+#[derive(Debug)]
+struct Hctx {
+    sched_tags: TagPool,
+    driver_tags: TagPool,
+    /// `hctx->dispatch`.
+    dispatch: VecDeque<RqId>,
+    /// `BLK_MQ_S_SCHED_RESTART`.
+    sched_restart: bool,
+    dispatch_busy: u32,
+    /// Bios of tasks sleeping on this hctx's scheduler tags.
+    tag_waiters: VecDeque<Bio>,
+    /// When the run work (kblockd) is due.
+    run_at: Option<Ns>,
+    /// The driver answered `BLK_STS_DEV_RESOURCE`: a completion on any hctx re-runs
+    /// this one (the driver's guarantee; only used with several hctxs).
+    dev_resource: bool,
+}
+
+impl Hctx {
+    fn new(nr_requests: u32, queue_depth: u32) -> Hctx {
+        Hctx {
+            sched_tags: TagPool::new(nr_requests),
+            driver_tags: TagPool::new(queue_depth),
+            dispatch: VecDeque::new(),
+            sched_restart: false,
+            dispatch_busy: 0,
+            tag_waiters: VecDeque::new(),
+            run_at: None,
+            dev_resource: false,
+        }
+    }
+}
+
+/// One request queue with its hardware queues; see the module docs.
 pub struct Queue {
     cfg: QueueConfig,
     nr_requests: u32,
     /// An elevator other than `none` is attached (`q->elevator`).
     has_elevator: bool,
+    /// `QUEUE_FLAG_SQ_SCHED`.
+    sq_sched: bool,
     elevator: Box<dyn Elevator>,
     rqs: RqArena,
     bios: BioArena,
     merge: MergeState,
-    sched_tags: TagPool,
-    driver_tags: TagPool,
-    dispatch: VecDeque<RqId>,
-    sched_restart: bool,
-    dispatch_busy: u32,
-    tag_waiters: VecDeque<Bio>,
-    run_at: Option<Ns>,
+    /// `mq_map`: CPU → hctx.
+    cpu_map: Vec<u16>,
+    hctxs: Vec<Hctx>,
+    /// The earliest `run_at` over all hctxs.
+    run_min: Option<Ns>,
+    /// Per-hctx flush queues (`hctx->fq`).
+    fqs: Vec<flush::FlushQueue>,
     driver_inflight: u32,
+    /// Hctxs with `dev_resource` set.
+    dev_resource_waiters: u32,
     busy_since: Ns,
     stats: DiskStats,
     done: Vec<u64>,
     scratch: VecDeque<RqId>,
+    /// One hctx's share of an `SQ_SCHED` pull.
+    scratch_hctx: VecDeque<RqId>,
     plug: plug::Plug,
-    fq: flush::FlushQueue,
     /// `q->requeue_list`: (request, already prepared by the driver — `RQF_DONTPREP`).
     requeue_list: VecDeque<(RqId, bool)>,
-    /// `q->flush_list`: the flush request waiting for the requeue work.
-    flush_list: Option<RqId>,
+    /// `q->flush_list`: flush requests waiting for the requeue work.
+    flush_list: Vec<RqId>,
     /// When the requeue work is due.
     requeue_at: Option<Ns>,
     /// Owners of split bios → pieces not completed yet (`bio_chain`).
@@ -252,7 +304,7 @@ impl std::fmt::Debug for Queue {
         f.debug_struct("Queue")
             .field("elevator", &self.elevator.name())
             .field("nr_requests", &self.nr_requests)
-            .field("dispatch", &self.dispatch)
+            .field("nr_hw_queues", &self.hctxs.len())
             .finish_non_exhaustive()
     }
 }
@@ -263,10 +315,11 @@ impl Queue {
     /// issued directly.
     pub fn new(cfg: QueueConfig, make: impl FnOnce(&QueueParams) -> Box<dyn Elevator>) -> Queue {
         let nr_requests = cfg.effective_nr_requests();
+        let nr_hw = cpumap::effective_nr_hw_queues(cfg.nr_hw_queues, cfg.nr_cpus);
         let params = QueueParams {
             nr_requests,
             queue_depth: cfg.queue_depth,
-            nr_hw_queues: 1,
+            nr_hw_queues: nr_hw,
             nr_cpus: cfg.nr_cpus,
             hz: cfg.hz,
             rotational: cfg.rotational,
@@ -276,26 +329,27 @@ impl Queue {
         Queue {
             nr_requests,
             has_elevator: elevator.name() != "none",
+            sq_sched: elevator.single_queue(),
             elevator,
             rqs: RqArena::new(),
             bios: BioArena::new(),
             merge: MergeState::new(cfg.limits),
-            sched_tags: TagPool::new(nr_requests),
-            driver_tags: TagPool::new(cfg.queue_depth),
-            dispatch: VecDeque::new(),
-            sched_restart: false,
-            dispatch_busy: 0,
-            tag_waiters: VecDeque::new(),
-            run_at: None,
+            cpu_map: cpumap::map_queues(cfg.nr_cpus, nr_hw),
+            hctxs: (0..nr_hw)
+                .map(|_| Hctx::new(nr_requests, cfg.queue_depth))
+                .collect(),
+            run_min: None,
+            fqs: (0..nr_hw).map(|_| flush::FlushQueue::default()).collect(),
             driver_inflight: 0,
+            dev_resource_waiters: 0,
             busy_since: Ns::ZERO,
             stats: DiskStats::default(),
             done: Vec::new(),
             scratch: VecDeque::new(),
+            scratch_hctx: VecDeque::new(),
             plug: plug::Plug::default(),
-            fq: flush::FlushQueue::default(),
             requeue_list: VecDeque::new(),
-            flush_list: None,
+            flush_list: Vec::new(),
             requeue_at: None,
             split_left: FxHashMap::default(),
             cfg,
@@ -312,7 +366,7 @@ impl Queue {
         self.elevator.as_mut()
     }
 
-    /// Effective `nr_requests`.
+    /// Effective `nr_requests` (per hardware queue).
     pub fn nr_requests(&self) -> u32 {
         self.nr_requests
     }
@@ -320,6 +374,41 @@ impl Queue {
     /// The queue's configuration.
     pub fn config(&self) -> &QueueConfig {
         &self.cfg
+    }
+
+    /// Hardware queues in use.
+    pub fn nr_hw_queues(&self) -> u16 {
+        self.hctxs.len() as u16
+    }
+
+    /// The hardware queue requests allocated on `cpu` belong to.
+    pub fn hctx_of_cpu(&self, cpu: u32) -> u16 {
+        cpumap::hctx_of_cpu(&self.cpu_map, cpu)
+    }
+
+    /// The CPU → hardware queue map (`mq_map`).
+    pub fn cpu_map(&self) -> &[u16] {
+        &self.cpu_map
+    }
+
+    /// Scheduler tags of `hctx` currently allocated.
+    pub fn sched_tags_in_use(&self, hctx: u16) -> u32 {
+        self.hctxs[hctx as usize].sched_tags.used
+    }
+
+    /// Driver tags of `hctx` currently held.
+    pub fn driver_tags_in_use(&self, hctx: u16) -> u32 {
+        self.hctxs[hctx as usize].driver_tags.used
+    }
+
+    /// Tasks sleeping on `hctx`'s scheduler tags.
+    pub fn tag_sleepers(&self, hctx: u16) -> usize {
+        self.hctxs[hctx as usize].tag_waiters.len()
+    }
+
+    /// When `hctx`'s run work is due, if pending.
+    pub fn hctx_next_run(&self, hctx: u16) -> Option<Ns> {
+        self.hctxs[hctx as usize].run_at
     }
 
     /// The live request `id`.
@@ -338,14 +427,14 @@ impl Queue {
     }
 
     /// Requests allocated and not yet freed (the flush machinery's preallocated flush
-    /// request is not counted).
+    /// requests are not counted).
     pub fn live_requests(&self) -> usize {
-        self.rqs.live() - self.fq.flush_rq.is_some() as usize
+        self.rqs.live() - self.fqs.iter().filter(|f| f.flush_rq.is_some()).count()
     }
 
-    /// Requests waiting on `hctx->dispatch`.
+    /// Requests waiting on the `hctx->dispatch` lists.
     pub fn dispatch_list_len(&self) -> usize {
-        self.dispatch.len()
+        self.hctxs.iter().map(|h| h.dispatch.len()).sum()
     }
 
     /// Owners of bios completed since the last call, in completion order.
@@ -358,10 +447,10 @@ impl Queue {
         !self.done.is_empty()
     }
 
-    /// When the queue wants [`Queue::run`] called next, if at all (a hardware queue
-    /// run or the requeue work).
+    /// When the queue wants [`Queue::run`] called next, if at all: the earliest
+    /// hardware queue run or the requeue work.
     pub fn next_run(&self) -> Option<Ns> {
-        match (self.run_at, self.requeue_at) {
+        match (self.run_min, self.requeue_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -377,8 +466,51 @@ impl Queue {
     }
 
     /// `blk_mq_run_hw_queue(hctx, true)`: run as soon as possible.
-    fn run_async(&mut self, now: Ns) {
-        self.run_at = Some(now);
+    fn run_async(&mut self, now: Ns, hctx: u16) {
+        self.set_run_at(hctx, Some(now));
+    }
+
+    /// Set `hctx`'s run time, keeping `run_min` (the earliest over all hctxs) exact.
+    fn set_run_at(&mut self, hctx: u16, v: Option<Ns>) {
+        let old = std::mem::replace(&mut self.hctxs[hctx as usize].run_at, v);
+        if let Some(t) = v {
+            if self.run_min.is_none_or(|m| t <= m) {
+                self.run_min = Some(t);
+                return;
+            }
+        }
+        if old.is_some() && old == self.run_min {
+            self.run_min = self.hctxs.iter().filter_map(|h| h.run_at).min();
+        }
+    }
+
+    /// Whether `hctx` has anything to run (`blk_mq_hctx_has_pending`).
+    fn hctx_has_pending(&mut self, now: Ns, hctx: u16) -> bool {
+        if !self.hctxs[hctx as usize].dispatch.is_empty() {
+            return true;
+        }
+        let (ctx, e) = self.ctx(now, hctx);
+        e.has_work(&ctx)
+    }
+
+    /// `blk_mq_run_hw_queues(q, true)` from a context running on a CPU of `cur`:
+    /// with one hctx, that one; with an `SQ_SCHED` elevator, `cur` and every hctx
+    /// with a non-empty dispatch list; else every hctx with pending work.
+    fn run_all_async(&mut self, now: Ns, cur: u16) {
+        if self.hctxs.len() == 1 {
+            self.run_async(now, 0);
+            return;
+        }
+        for h in 0..self.hctxs.len() as u16 {
+            let run = if self.sq_sched {
+                h == cur || !self.hctxs[h as usize].dispatch.is_empty()
+            } else {
+                self.hctx_has_pending(now, h)
+            };
+            if run {
+                self.run_async(now, h);
+            }
+        }
     }
 
     /// Time at which a kernel timer armed now for `ms` fires: `msecs_to_jiffies`
@@ -391,30 +523,45 @@ impl Queue {
 
     /// `blk_mq_delay_run_hw_queue`: (re)arm the run work `ms` from now; like
     /// `mod_delayed_work`, this replaces a pending run.
-    fn delay_run(&mut self, now: Ns, ms: u64) {
-        self.run_at = Some(self.delay_time(now, ms));
+    fn delay_run(&mut self, now: Ns, hctx: u16, ms: u64) {
+        let t = self.delay_time(now, ms);
+        self.set_run_at(hctx, Some(t));
     }
 
-    /// `blk_mq_delay_run_hw_queues`: arm the run work unless a run is already pending.
-    fn delay_run_if_idle(&mut self, now: Ns, ms: u64) {
-        if self.run_at.is_none() {
-            self.run_at = Some(self.delay_time(now, ms));
+    /// `blk_mq_delay_run_hw_queues` from a run of `cur`: arm the run work of every
+    /// hctx (`SQ_SCHED`: `cur` and those with a non-empty dispatch list) unless a run
+    /// is already pending there.
+    fn delay_run_all_if_idle(&mut self, now: Ns, cur: u16, ms: u64) {
+        let t = self.delay_time(now, ms);
+        for h in 0..self.hctxs.len() {
+            let hc = &self.hctxs[h];
+            if self.sq_sched && h != cur as usize && hc.dispatch.is_empty() {
+                continue;
+            }
+            if hc.run_at.is_none() {
+                self.set_run_at(h as u16, Some(t));
+            }
         }
     }
 
-    fn ctx(&mut self, now: Ns) -> (ElvCtx<'_>, &mut dyn Elevator) {
+    fn ctx(&mut self, now: Ns, hctx: u16) -> (ElvCtx<'_>, &mut dyn Elevator) {
         let jiffies = Jiffies::from_ns(now, self.cfg.hz);
         (
             ElvCtx {
                 now,
                 jiffies,
-                hctx: 0,
+                hctx,
                 rqs: &mut self.rqs,
                 bios: &mut self.bios,
                 merge: &mut self.merge,
             },
             self.elevator.as_mut(),
         )
+    }
+
+    /// The hctx of live request `id`.
+    fn hctx_of(&self, id: RqId) -> u16 {
+        self.rqs.get(id).hctx
     }
 
     /// Submit one bio (`blk_mq_submit_bio`) with no driver at hand: where the kernel
@@ -450,12 +597,13 @@ impl Queue {
 
     /// Steps 4–10 of `blk_mq_submit_bio` for a bio within the limits.
     fn submit_one(&mut self, now: Ns, bio: Bio, drv: Option<&mut dyn Driver>) -> Submitted {
+        let hctx = self.hctx_of_cpu(bio.cpu);
         if self.merge.limits.nomerges < 2 && bio_mergeable(&bio) {
             let bio_id = self.bios.alloc(bio);
             // blk_mq_attempt_bio_merge: the plug first, then the elevator (or the
             // software queue).
             let merged = self.plug_merge(now, &bio, bio_id) || {
-                let (mut ctx, e) = self.ctx(now);
+                let (mut ctx, e) = self.ctx(now, hctx);
                 e.bio_merge(&mut ctx, &bio, bio_id)
             };
             if merged {
@@ -464,31 +612,31 @@ impl Queue {
             }
             self.bios.free(bio_id);
         }
-        if !self.tag_waiters.is_empty() {
-            // Tasks already asleep on tags get them first.
-            self.sleep_on_tag(now, bio);
+        if !self.hctxs[hctx as usize].tag_waiters.is_empty() {
+            // Tasks already asleep on this hctx's tags get them first.
+            self.sleep_on_tag(now, hctx, bio);
             return Submitted::Sleeping;
         }
-        match self.alloc_request(now, &bio) {
+        match self.alloc_request(now, hctx, &bio) {
             Some(id) => self.place(now, id, drv),
             None => {
-                self.sleep_on_tag(now, bio);
+                self.sleep_on_tag(now, hctx, bio);
                 Submitted::Sleeping
             }
         }
     }
 
-    /// The submitter sleeps in `blk_mq_get_tag`: going to sleep flushes its plug
-    /// (`from_schedule`, so queue runs are asynchronous).
-    fn sleep_on_tag(&mut self, now: Ns, bio: Bio) {
+    /// The submitter sleeps in `blk_mq_get_tag` on `hctx`'s tags: going to sleep
+    /// flushes its plug (`from_schedule`, so queue runs are asynchronous).
+    fn sleep_on_tag(&mut self, now: Ns, hctx: u16, bio: Bio) {
         self.flush_plug(now, true, None);
-        self.tag_waiters.push_back(bio);
+        self.hctxs[hctx as usize].tag_waiters.push_back(bio);
     }
 
-    /// `__blk_mq_alloc_requests` + `blk_mq_bio_to_request`: a scheduler tag (within
-    /// the elevator's shallow depth), a request built from the bio, and the
-    /// elevator's `prepare_request`.
-    fn alloc_request(&mut self, now: Ns, bio: &Bio) -> Option<RqId> {
+    /// `__blk_mq_alloc_requests` + `blk_mq_bio_to_request`: a scheduler tag of the
+    /// submitting CPU's hctx (within the elevator's shallow depth), a request built
+    /// from the bio, and the elevator's `prepare_request`.
+    fn alloc_request(&mut self, now: Ns, hctx: u16, bio: &Bio) -> Option<RqId> {
         let limit = if self.has_elevator {
             self.elevator
                 .limit_depth(bio.op, bio.flags)
@@ -496,13 +644,14 @@ impl Queue {
         } else {
             self.nr_requests
         };
-        let tag = self.sched_tags.get(limit)?;
+        let tag = self.hctxs[hctx as usize].sched_tags.get(limit)?;
         let bio_id = self.bios.alloc(*bio);
         let mut rq = Request::from_bio(bio, bio_id, now);
         rq.sched_tag = Some(tag);
         rq.uses_sched = true;
+        rq.hctx = hctx;
         let id = self.rqs.alloc(rq);
-        let (mut ctx, e) = self.ctx(now);
+        let (mut ctx, e) = self.ctx(now, hctx);
         e.prepare_request(&mut ctx, id);
         Some(id)
     }
@@ -512,6 +661,7 @@ impl Queue {
     fn place(&mut self, now: Ns, id: RqId, drv: Option<&mut dyn Driver>) -> Submitted {
         let rq = self.rqs.get(id);
         let is_sync = rq.is_sync();
+        let hctx = rq.hctx;
         if rq.flags.any(ReqFlags::PREFLUSH | ReqFlags::FUA) && self.insert_flush(now, id) {
             return Submitted::Flush(id);
         }
@@ -519,13 +669,14 @@ impl Queue {
             self.add_to_plug(now, id);
             return Submitted::Plugged(id);
         }
-        let busy = self.dispatch_busy > 0 && (self.cfg.nr_hw_queues <= 1 || !is_sync);
+        let busy =
+            self.hctxs[hctx as usize].dispatch_busy > 0 && (self.hctxs.len() <= 1 || !is_sync);
         match drv {
             Some(drv) if !self.has_elevator && !busy => self.issue_directly(now, id, drv),
             _ => {
                 self.insert_request(now, id, false);
                 self.free_merged(now);
-                self.run_async(now);
+                self.run_async(now, hctx);
                 Submitted::Inserted(id)
             }
         }
@@ -534,9 +685,10 @@ impl Queue {
     /// `blk_mq_try_issue_directly`: driver tag, `queue_rq`; a refused request goes to
     /// the tail of `hctx->dispatch` and the queue is run.
     fn issue_directly(&mut self, now: Ns, id: RqId, drv: &mut dyn Driver) -> Submitted {
+        let hctx = self.hctx_of(id);
         if !self.get_driver_tag(id) {
             self.insert_request(now, id, false);
-            self.run_async(now);
+            self.run_async(now, hctx);
             return Submitted::Inserted(id);
         }
         {
@@ -544,13 +696,13 @@ impl Queue {
         }
         match self.queue_rq(now, id, drv, true) {
             QueueRqStatus::Ok => {
-                self.update_dispatch_busy(false);
+                self.update_dispatch_busy(hctx, false);
                 Submitted::Issued(id)
             }
             _ => {
-                self.update_dispatch_busy(true);
-                self.dispatch.push_back(id);
-                self.run_async(now);
+                self.update_dispatch_busy(hctx, true);
+                self.hctxs[hctx as usize].dispatch.push_back(id);
+                self.run_async(now, hctx);
                 Submitted::Inserted(id)
             }
         }
@@ -559,17 +711,22 @@ impl Queue {
     /// `blk_mq_insert_request`: the flush request to `hctx->dispatch` (head in
     /// mainline), everything else to the elevator (or the software queue).
     fn insert_request(&mut self, now: Ns, id: RqId, at_head: bool) {
-        if self.rqs.get(id).op == Op::Flush {
+        let (op, hctx) = {
+            let r = self.rqs.get(id);
+            (r.op, r.hctx)
+        };
+        if op == Op::Flush {
             // The seed-2 comment: with NCQ a flush cannot be queued while normal
             // commands are in flight; at the head it blocks further pulls from the
             // elevator (SCHED_RESTART) and waits longer, so more flushes merge.
+            let d = &mut self.hctxs[hctx as usize].dispatch;
             match self.cfg.flush_insert {
-                FlushInsert::Head => self.dispatch.push_front(id),
-                FlushInsert::Tail => self.dispatch.push_back(id),
+                FlushInsert::Head => d.push_front(id),
+                FlushInsert::Tail => d.push_back(id),
             }
             return;
         }
-        let (mut ctx, e) = self.ctx(now);
+        let (mut ctx, e) = self.ctx(now, hctx);
         e.insert_requests(&mut ctx, &[id], at_head);
     }
 
@@ -580,39 +737,41 @@ impl Queue {
         }
     }
 
-    /// `blk_mq_free_request`: scheduler `finish_request`, tags returned, restart check,
-    /// sleeping submitters woken.
+    /// `blk_mq_free_request`: scheduler `finish_request`, tags returned to the
+    /// request's hctx, restart check of that hctx, tasks sleeping on its tags woken.
     fn free_request(&mut self, now: Ns, id: RqId) {
+        let hctx = self.hctx_of(id);
         {
             let uses_sched = self.rqs.get(id).uses_sched;
-            let (mut ctx, e) = self.ctx(now);
+            let (mut ctx, e) = self.ctx(now, hctx);
             ctx.merge.forget(id);
             if uses_sched {
                 e.finish_request(&mut ctx, id);
             }
         }
         let rq = self.rqs.free(id);
+        let h = &mut self.hctxs[hctx as usize];
         if let Some(t) = rq.driver_tag {
-            self.driver_tags.put(t);
+            h.driver_tags.put(t);
         }
         if let Some(t) = rq.sched_tag {
-            self.sched_tags.put(t);
+            h.sched_tags.put(t);
         }
-        self.sched_restart(now);
-        while let Some(bio) = self.tag_waiters.front().copied() {
-            let Some(id) = self.alloc_request(now, &bio) else {
+        self.sched_restart(now, hctx);
+        while let Some(bio) = self.hctxs[hctx as usize].tag_waiters.front().copied() {
+            let Some(id) = self.alloc_request(now, hctx, &bio) else {
                 break;
             };
-            self.tag_waiters.pop_front();
+            self.hctxs[hctx as usize].tag_waiters.pop_front();
             self.place(now, id, None);
         }
     }
 
     /// `blk_mq_sched_restart`.
-    fn sched_restart(&mut self, now: Ns) {
-        if self.sched_restart {
-            self.sched_restart = false;
-            self.run_async(now);
+    fn sched_restart(&mut self, now: Ns, hctx: u16) {
+        if self.hctxs[hctx as usize].sched_restart {
+            self.hctxs[hctx as usize].sched_restart = false;
+            self.run_async(now, hctx);
         }
     }
 
@@ -623,8 +782,20 @@ impl Queue {
         if self.driver_inflight == 0 {
             self.stats.io_ticks_ns += now.since(self.busy_since);
         }
-        if self.fq.flush_rq == Some(id) {
-            self.flush_end_io(now);
+        let hctx = self.hctx_of(id);
+        if self.dev_resource_waiters > 0 && self.hctxs.len() > 1 {
+            // BLK_STS_DEV_RESOURCE: the driver re-runs queues it refused when one of
+            // its commands completes.
+            for h in 0..self.hctxs.len() {
+                if h != hctx as usize && self.hctxs[h].dev_resource {
+                    self.hctxs[h].dev_resource = false;
+                    self.dev_resource_waiters -= 1;
+                    self.run_async(now, h as u16);
+                }
+            }
+        }
+        if self.fqs[hctx as usize].flush_rq == Some(id) {
+            self.flush_end_io(now, hctx);
         } else if self.rqs.get(id).flush_seq {
             self.flush_data_end_io(now, id);
         } else {
@@ -634,15 +805,21 @@ impl Queue {
 
     /// `blk_mq_end_request`: account the I/O, end its bios, free the request.
     fn end_request(&mut self, now: Ns, id: RqId) {
-        let (dir, sectors, alloc, uses_sched) = {
+        let (dir, sectors, alloc, uses_sched, hctx) = {
             let r = self.rqs.get(id);
-            (r.dir().idx(), r.nr_sectors as u64, r.alloc_ns, r.uses_sched)
+            (
+                r.dir().idx(),
+                r.nr_sectors as u64,
+                r.alloc_ns,
+                r.uses_sched,
+                r.hctx,
+            )
         };
         self.stats.ios[dir] += 1;
         self.stats.sectors[dir] += sectors;
         self.stats.ticks_ns[dir] += now.since(alloc);
         if uses_sched {
-            let (mut ctx, e) = self.ctx(now);
+            let (mut ctx, e) = self.ctx(now, hctx);
             e.completed_request(&mut ctx, id, now);
         }
         let mut bio = self.rqs.get(id).bio_head;
@@ -680,13 +857,13 @@ impl Queue {
             self.stats.io_ticks_ns += now.since(self.busy_since);
         }
         self.put_driver_tag(id);
-        let uses_sched = {
+        let (uses_sched, hctx) = {
             let r = self.rqs.get_mut(id);
             r.started = false;
-            r.uses_sched
+            (r.uses_sched, r.hctx)
         };
         if uses_sched {
-            let (mut ctx, e) = self.ctx(now);
+            let (mut ctx, e) = self.ctx(now, hctx);
             e.requeue_request(&mut ctx, id);
         }
         self.requeue_list.push_back((id, prepared));
@@ -702,61 +879,98 @@ impl Queue {
 
     /// `blk_mq_requeue_work`: re-insert requeued requests (at head through the
     /// elevator; prepared ones to the tail of `hctx->dispatch`), then the flush
-    /// request, then run the queue.
+    /// requests, then run the hardware queues.
     fn requeue_work(&mut self, now: Ns) {
+        let mut cur = None;
         while let Some((id, prepared)) = self.requeue_list.pop_front() {
+            let h = self.hctx_of(id);
+            cur.get_or_insert(h);
             if prepared {
-                self.dispatch.push_back(id);
+                self.hctxs[h as usize].dispatch.push_back(id);
             } else {
                 self.insert_request(now, id, true);
             }
         }
-        if let Some(f) = self.flush_list.take() {
+        let mut flushes = std::mem::take(&mut self.flush_list);
+        for &f in &flushes {
+            cur.get_or_insert(self.hctx_of(f));
             self.insert_request(now, f, false);
         }
+        flushes.clear();
+        if self.flush_list.is_empty() {
+            self.flush_list = flushes;
+        }
         self.free_merged(now);
-        self.run_async(now);
+        self.run_all_async(now, cur.unwrap_or(0));
     }
 
-    /// The elevator's timer is due.
+    /// The elevator's timer is due; afterwards the hardware queues the elevator
+    /// names ([`Elevator::timer_runs_hctx`]) are run.
     pub fn elevator_timer(&mut self, now: Ns) {
-        let (mut ctx, e) = self.ctx(now);
-        e.timer_fired(&mut ctx);
-        self.run_async(now);
+        {
+            let (mut ctx, e) = self.ctx(now, 0);
+            e.timer_fired(&mut ctx);
+        }
+        for h in 0..self.hctxs.len() as u16 {
+            if self.elevator.timer_runs_hctx(h) {
+                self.run_async(now, h);
+            }
+        }
     }
 
-    /// Work due at `now`: the requeue work, then a queue run
-    /// (`blk_mq_sched_dispatch_requests`).
+    /// Work due at `now`: the requeue work, then the runs of every hardware queue
+    /// that is due (`blk_mq_sched_dispatch_requests`), lowest hctx first.
     pub fn run(&mut self, now: Ns, drv: &mut dyn Driver) {
         if self.requeue_at.is_some_and(|t| t <= now) {
             self.requeue_at = None;
             self.requeue_work(now);
         }
-        match self.run_at {
-            Some(t) if t <= now => self.run_at = None,
+        if self.run_min.is_none_or(|t| t > now) {
+            return;
+        }
+        for h in 0..self.hctxs.len() as u16 {
+            match self.hctxs[h as usize].run_at {
+                Some(t) if t <= now => self.set_run_at(h, None),
+                _ => continue,
+            }
+            self.run_hctx(now, h, drv);
+        }
+    }
+
+    /// Run hardware queue `hctx` now if its run work is due (what a test driving
+    /// one hctx at a time calls).
+    pub fn run_hw_queue(&mut self, now: Ns, hctx: u16, drv: &mut dyn Driver) {
+        match self.hctxs[hctx as usize].run_at {
+            Some(t) if t <= now => self.set_run_at(hctx, None),
             _ => return,
         }
-        if self.dispatch_round(now, drv) && self.dispatch_round(now, drv) {
-            self.run_async(now);
+        self.run_hctx(now, hctx, drv);
+    }
+
+    /// `blk_mq_sched_dispatch_requests` on `hctx`.
+    fn run_hctx(&mut self, now: Ns, hctx: u16, drv: &mut dyn Driver) {
+        if self.dispatch_round(now, hctx, drv) && self.dispatch_round(now, hctx, drv) {
+            self.run_async(now, hctx);
         }
     }
 
     /// One `__blk_mq_sched_dispatch_requests`; true means "busy" (`-EAGAIN`).
-    fn dispatch_round(&mut self, now: Ns, drv: &mut dyn Driver) -> bool {
-        if !self.dispatch.is_empty() {
-            let mut list = std::mem::take(&mut self.dispatch);
-            self.sched_restart = true;
-            let all = self.dispatch_rq_list(now, drv, &mut list);
+    fn dispatch_round(&mut self, now: Ns, hctx: u16, drv: &mut dyn Driver) -> bool {
+        let h = hctx as usize;
+        if !self.hctxs[h].dispatch.is_empty() {
+            let mut list = std::mem::take(&mut self.hctxs[h].dispatch);
+            self.hctxs[h].sched_restart = true;
+            let all = self.dispatch_rq_list(now, hctx, drv, &mut list);
             // Keep the allocation: the list is empty now (leftovers moved back).
-            if self.dispatch.is_empty() {
-                self.dispatch = list;
+            if self.hctxs[h].dispatch.is_empty() {
+                self.hctxs[h].dispatch = list;
             }
             if !all {
                 return false;
             }
         }
         loop {
-            match self.do_dispatch_sched(now, drv) {
+            match self.do_dispatch_sched(now, hctx, drv) {
                 SchedRound::AllDispatched => continue,
                 SchedRound::Busy => return true,
                 SchedRound::Stop => return false,
@@ -765,8 +979,11 @@ impl Queue {
     }
 
     /// `__blk_mq_do_dispatch_sched`: pull from the elevator and hand to the driver.
-    fn do_dispatch_sched(&mut self, now: Ns, drv: &mut dyn Driver) -> SchedRound {
-        let max_dispatch = if self.dispatch_busy > 0 {
+    /// An `SQ_SCHED` elevator may hand out requests of other hctxs: those are sorted
+    /// by hctx (stable) and each hctx's run handed to the driver on that hctx.
+    fn do_dispatch_sched(&mut self, now: Ns, hctx: u16, drv: &mut dyn Driver) -> SchedRound {
+        let h = hctx as usize;
+        let max_dispatch = if self.hctxs[h].dispatch_busy > 0 {
             1
         } else {
             self.cfg.nr_sched_batch.unwrap_or(self.nr_requests).max(1)
@@ -774,33 +991,54 @@ impl Queue {
         let mut list = std::mem::take(&mut self.scratch);
         let mut busy = false;
         let mut run_queue = false;
+        let mut multi_hctxs = false;
         while (list.len() as u32) < max_dispatch {
-            let (ctx, e) = self.ctx(now);
+            let (ctx, e) = self.ctx(now, hctx);
             if !e.has_work(&ctx) {
                 break;
             }
-            if !self.dispatch.is_empty() {
+            if !self.hctxs[h].dispatch.is_empty() {
                 busy = true;
                 break;
             }
-            let (mut ctx, e) = self.ctx(now);
+            let (mut ctx, e) = self.ctx(now, hctx);
             let Some(id) = e.dispatch_request(&mut ctx) else {
                 run_queue = true;
                 break;
             };
             ctx.merge.forget(id);
             list.push_back(id);
+            if self.rqs.get(id).hctx != hctx {
+                multi_hctxs = true;
+            }
             if !self.get_driver_tag(id) {
                 break;
             }
         }
         let dispatched = if list.is_empty() {
             if run_queue {
-                self.delay_run_if_idle(now, RERUN_DELAY_MS);
+                self.delay_run_all_if_idle(now, hctx, RERUN_DELAY_MS);
             }
             false
+        } else if multi_hctxs {
+            let rqs = &self.rqs;
+            list.make_contiguous().sort_by_key(|&id| rqs.get(id).hctx);
+            let mut any = false;
+            let mut sub = std::mem::take(&mut self.scratch_hctx);
+            while let Some(&first) = list.front() {
+                let target = self.hctx_of(first);
+                let n = list
+                    .iter()
+                    .take_while(|&&id| self.rqs.get(id).hctx == target)
+                    .count();
+                sub.extend(list.drain(..n));
+                any |= self.dispatch_rq_list(now, target, drv, &mut sub);
+                sub.clear();
+            }
+            self.scratch_hctx = sub;
+            any
         } else {
-            self.dispatch_rq_list(now, drv, &mut list)
+            self.dispatch_rq_list(now, hctx, drv, &mut list)
         };
         list.clear();
         self.scratch = list;
@@ -813,11 +1051,14 @@ impl Queue {
         }
     }
 
+    /// A driver tag of the request's hctx.
     fn get_driver_tag(&mut self, id: RqId) -> bool {
-        if self.rqs.get(id).driver_tag.is_some() {
+        let r = self.rqs.get(id);
+        if r.driver_tag.is_some() {
             return true;
         }
-        match self.driver_tags.get(u32::MAX) {
+        let hctx = r.hctx as usize;
+        match self.hctxs[hctx].driver_tags.get(u32::MAX) {
             Some(t) => {
                 self.rqs.get_mut(id).driver_tag = Some(t);
                 true
@@ -827,8 +1068,10 @@ impl Queue {
     }
 
     fn put_driver_tag(&mut self, id: RqId) {
-        if let Some(t) = self.rqs.get_mut(id).driver_tag.take() {
-            self.driver_tags.put(t);
+        let r = self.rqs.get_mut(id);
+        if let Some(t) = r.driver_tag.take() {
+            let h = r.hctx as usize;
+            self.hctxs[h].driver_tags.put(t);
         }
     }
 
@@ -847,28 +1090,39 @@ impl Queue {
             }
             self.driver_inflight += 1;
         } else {
-            self.rqs.get_mut(id).started = false;
+            let r = self.rqs.get_mut(id);
+            r.started = false;
+            if st == QueueRqStatus::DevResource {
+                let h = r.hctx as usize;
+                if !self.hctxs[h].dev_resource {
+                    self.hctxs[h].dev_resource = true;
+                    self.dev_resource_waiters += 1;
+                }
+            }
             self.put_driver_tag(id);
         }
         st
     }
 
-    /// `blk_mq_dispatch_rq_list`: true when the whole list went to the driver.
+    /// `blk_mq_dispatch_rq_list` on `hctx` (every request of `list` belongs to it):
+    /// true when the whole list went to the driver.
     fn dispatch_rq_list(
         &mut self,
         now: Ns,
+        hctx: u16,
         drv: &mut dyn Driver,
         list: &mut VecDeque<RqId>,
     ) -> bool {
         if list.is_empty() {
             return false;
         }
+        let h = hctx as usize;
         let mut needs_resource = false;
         let mut queued = 0;
         while let Some(&id) = list.front() {
             if !self.get_driver_tag(id) {
                 // Non-shared tags: mark for restart, retry once.
-                self.sched_restart = true;
+                self.hctxs[h].sched_restart = true;
                 if !self.get_driver_tag(id) {
                     break;
                 }
@@ -888,22 +1142,23 @@ impl Queue {
             if queued > 0 {
                 drv.commit_rqs(now);
             }
-            self.dispatch.extend(list.drain(..));
-            if !self.sched_restart {
-                self.run_async(now);
+            self.hctxs[h].dispatch.extend(list.drain(..));
+            if !self.hctxs[h].sched_restart {
+                self.run_async(now, hctx);
             } else if needs_resource {
-                self.delay_run(now, RERUN_DELAY_MS);
+                self.delay_run(now, hctx, RERUN_DELAY_MS);
             }
-            self.update_dispatch_busy(true);
+            self.update_dispatch_busy(hctx, true);
             return false;
         }
-        self.update_dispatch_busy(false);
+        self.update_dispatch_busy(hctx, false);
         true
     }
 
     /// `blk_mq_update_dispatch_busy`: EWMA with weight 8, factor 4.
-    fn update_dispatch_busy(&mut self, busy: bool) {
-        let mut ewma = self.dispatch_busy;
+    fn update_dispatch_busy(&mut self, hctx: u16, busy: bool) {
+        let b = &mut self.hctxs[hctx as usize].dispatch_busy;
+        let mut ewma = *b;
         if ewma == 0 && !busy {
             return;
         }
@@ -911,7 +1166,7 @@ impl Queue {
         if busy {
             ewma += 16;
         }
-        self.dispatch_busy = ewma / 8;
+        *b = ewma / 8;
     }
 }
 

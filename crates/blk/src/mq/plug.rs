@@ -64,7 +64,7 @@ impl Queue {
         let Some(&last) = self.plug.list.last() else {
             return false;
         };
-        let (mut ctx, _) = self.ctx(now);
+        let (mut ctx, _) = self.ctx(now, 0);
         attempt_bio_merge(&mut ctx, last, bio, bio_id) == BioMerge::Ok
     }
 
@@ -88,26 +88,37 @@ impl Queue {
             let n = list.len();
             while first < n {
                 let id = list[first];
+                let hctx = self.hctx_of(id);
                 first += 1;
                 if !self.get_driver_tag(id) {
-                    self.dispatch.push_back(id);
+                    self.hctxs[hctx as usize].dispatch.push_back(id);
+                    self.run_async(now, hctx);
                     break;
                 }
                 self.merge.forget(id);
                 if self.queue_rq(now, id, drv, first == n) != QueueRqStatus::Ok {
-                    self.update_dispatch_busy(true);
-                    self.dispatch.push_back(id);
+                    self.update_dispatch_busy(hctx, true);
+                    self.hctxs[hctx as usize].dispatch.push_back(id);
+                    self.run_async(now, hctx);
                     break;
                 }
-                self.update_dispatch_busy(false);
+                self.update_dispatch_busy(hctx, false);
             }
         }
-        if first < list.len() {
-            let (mut ctx, e) = self.ctx(now);
-            e.insert_requests(&mut ctx, &list[first..], false);
+        // blk_mq_dispatch_list: one insertion and one run per hctx (the plug of one
+        // task normally holds requests of its CPU's hctx only).
+        while first < list.len() {
+            let hctx = self.hctx_of(list[first]);
+            let n = list[first..]
+                .iter()
+                .take_while(|&&id| self.rqs.get(id).hctx == hctx)
+                .count();
+            let (mut ctx, e) = self.ctx(now, hctx);
+            e.insert_requests(&mut ctx, &list[first..first + n], false);
+            first += n;
             self.free_merged(now);
+            self.run_async(now, hctx);
         }
-        self.run_async(now);
         list.clear();
         // Keep the allocation unless an auto-flush refilled the plug meanwhile.
         if self.plug.list.is_empty() {

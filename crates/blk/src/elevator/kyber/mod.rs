@@ -49,9 +49,16 @@
 //!
 //! - **Token allocation order** follows sbitmap exactly (see [`sbitmap`]); hints start
 //!   at 0 instead of the kernel's random values. Dispatch allocates on the CPU the
-//!   hardware queue runs on (CPU `hctx` modulo the CPU count: CPU 0 for the replay
-//!   environment's single hctx); a token is released on the request's submitting CPU
-//!   (`rq->mq_ctx->cpu`), which moves that CPU's hint.
+//!   hardware queue runs on (its first CPU in blk-mq's CPU → hctx map: CPU 0 for the
+//!   replay environment's single hctx); a token is released on the request's
+//!   submitting CPU (`rq->mq_ctx->cpu`), which moves that CPU's hint.
+//! - **Several hardware queues**: as in the kernel, the token pools, latency
+//!   histograms and timer are per queue (`kyber_queue_data`), while the kcqs, the
+//!   flushed per-domain lists, `cur_domain`, `batching` and the token wait state are
+//!   per hctx (`kyber_hctx_data`): `insert_requests`, `bio_merge`, `has_work` and
+//!   `dispatch_request` act on `ctx.hctx`. A token wake-up runs only the hctxs that
+//!   waited ([`Elevator::timer_runs_hctx`]); with one hctx every timer runs it, as
+//!   before.
 //! - **Latency histograms** are per CPU in the kernel; the timer sums them all before
 //!   use, so one set (`cpu_latency`) gives identical percentiles.
 //! - **Timer**: `timer_reduce(jiffies + HZ/10)` on every measured completion; the wake-up
@@ -239,6 +246,8 @@ struct Khd {
     kcq_map: [CtxMask; NUM_DOMAINS],
     /// `domain_wait[d]` registered on the pool.
     waiting: [bool; NUM_DOMAINS],
+    /// A token wake-up asked for a run of this hctx (`kyber_domain_wake`).
+    woken: bool,
     /// pre-4.18: blk-mq's software queues (`ctx->rq_list`), all operations mixed.
     ctx_lists: Vec<VecDeque<RqId>>,
     ctx_map: CtxMask,
@@ -277,7 +286,10 @@ pub struct Kyber {
     timer: Option<Timer>,
     /// A token wake-up asked for a queue run at this time.
     wake_run: Option<Ns>,
+    /// `kyber_hctx_data`, one per hardware queue.
     khd: Vec<Khd>,
+    /// The first CPU of each hardware queue (where its dispatch allocates tokens).
+    hctx_cpu: Vec<u32>,
     rq_priv: Vec<RqPriv>,
     /// Requests inside the scheduler (inserted, not yet dispatched).
     queued: usize,
@@ -314,6 +326,12 @@ impl Kyber {
             timer: None,
             wake_run: None,
             khd: vec![khd; params.nr_hw_queues.max(1) as usize],
+            hctx_cpu: {
+                let map = crate::mq::cpumap::map_queues(nr_cpus, params.nr_hw_queues);
+                (0..params.nr_hw_queues.max(1))
+                    .map(|h| crate::mq::cpumap::first_cpu_of(&map, h))
+                    .collect()
+            },
             rq_priv: Vec::new(),
             queued: 0,
             adjustments: 0,
@@ -393,9 +411,13 @@ impl Kyber {
         &mut self.rq_priv[i]
     }
 
-    /// The CPU a hardware queue's dispatch runs on (CPU 0 for hctx 0).
+    /// The CPU a hardware queue's dispatch runs on: its first CPU in the CPU → hctx
+    /// map (CPU 0 for hctx 0).
     fn dispatch_cpu(&self, hctx: usize) -> u32 {
-        hctx as u32 % self.nr_cpus
+        self.hctx_cpu
+            .get(hctx)
+            .copied()
+            .unwrap_or(hctx as u32 % self.nr_cpus)
     }
 
     // ---- Tokens -------------------------------------------------------------------
@@ -430,6 +452,7 @@ impl Kyber {
         for khd in &mut self.khd {
             if khd.waiting[d] {
                 khd.waiting[d] = false;
+                khd.woken = true;
                 self.domain_tokens[d].del_wait();
                 self.wake_run = Some(self.wake_run.map_or(now, |t| t.min(now)));
             }
@@ -973,6 +996,16 @@ impl Elevator for Kyber {
         match (self.timer.map(|t| t.due), self.wake_run) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    /// The hctxs a token wake-up named; with one hctx, every timer runs it (as the
+    /// single-queue model always did).
+    fn timer_runs_hctx(&mut self, hctx: u16) -> bool {
+        let single = self.khd.len() == 1;
+        match self.khd.get_mut(hctx as usize) {
+            Some(k) => std::mem::take(&mut k.woken) || single,
+            None => single,
         }
     }
 

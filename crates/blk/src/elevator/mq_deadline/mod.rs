@@ -769,6 +769,11 @@ impl Elevator for MqDeadline {
         NAME
     }
 
+    /// `ELEVATOR_FLAG_SQ_SCHED`: one instance for all hardware queues.
+    fn single_queue(&self) -> bool {
+        true
+    }
+
     /// `dd_limit_depth`: synchronous reads are never throttled; everything else
     /// (asynchronous I/O and all writes) is limited to `async_depth` tags.
     fn limit_depth(&self, op: Op, flags: ReqFlags) -> Option<u32> {
