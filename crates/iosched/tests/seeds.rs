@@ -176,3 +176,47 @@ fn seed2_flush_at_head_merges_more_flushes() {
     assert!(tail > 1500, "tail {tail}");
     assert!(2 * head < tail, "head {head} tail {tail}");
 }
+
+/// Seed 1, the patch's effect: with kyber's per-CPU lists (mainline) sequential reads
+/// waiting for a read token merge, and bandwidth rises; before (pre-4.18) nothing
+/// merges. Random reads barely merge either way.
+#[test]
+fn seed1_kyber_mainline_merges_and_is_faster_on_sequential_reads() {
+    let run = |file: &str| {
+        let f = shortened(file, &[("size=256m", "size=16m")]);
+        let out = Command::new(env!("CARGO_BIN_EXE_iosched"))
+            .args(["compare", &f, "--device", "nvme-600p-128g-trimmed"])
+            .args(["--vary", "kyber.variant=pre-4.18,mainline"])
+            .args(["--output-format", "json"])
+            .output()
+            .expect("run iosched");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["read"]["bw_bytes"].as_f64().unwrap(),
+                    r["read_merges"].as_u64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let seq = run("1-kyber-merging.fio");
+    let (before, after) = (seq[0], seq[1]);
+    assert_eq!(before.1, 0, "pre-4.18 must not merge");
+    assert!(after.1 > 10_000, "mainline merges: {}", after.1);
+    assert!(
+        after.0 > 1.5 * before.0,
+        "bandwidth {} vs {}",
+        after.0,
+        before.0
+    );
+    let rand = run("1-kyber-merging-rand.fio");
+    assert!(rand[1].1 < 1_000, "random merges: {}", rand[1].1);
+}
