@@ -9,46 +9,7 @@ use blk::{Bio, CgroupId, Dir, IoPrio, Ns, Op, ReqFlags, Sector};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-/// fio's `rw=` modes that iosched models.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RwMode {
-    /// `read`: sequential reads.
-    Read,
-    /// `write`: sequential writes.
-    Write,
-    /// `randread`.
-    RandRead,
-    /// `randwrite`.
-    RandWrite,
-    /// `rw` / `readwrite`: sequential mixed.
-    ReadWrite,
-    /// `randrw`: random mixed.
-    RandRw,
-}
-
-impl RwMode {
-    /// fio's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            RwMode::Read => "read",
-            RwMode::Write => "write",
-            RwMode::RandRead => "randread",
-            RwMode::RandWrite => "randwrite",
-            RwMode::ReadWrite => "rw",
-            RwMode::RandRw => "randrw",
-        }
-    }
-    /// Random offsets?
-    pub fn random(self) -> bool {
-        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
-    }
-    fn reads(self) -> bool {
-        !matches!(self, RwMode::Write | RwMode::RandWrite)
-    }
-    fn writes(self) -> bool {
-        !matches!(self, RwMode::Read | RwMode::RandRead)
-    }
-}
+pub use crate::fio::RwMode;
 
 /// One job clone, fully resolved.
 #[derive(Clone, Debug)]
@@ -184,7 +145,7 @@ impl Job {
     pub fn new(cfg: JobConfig) -> Job {
         let picker = |dir: usize, salt: u64| {
             let nblocks = (cfg.size / cfg.bs[dir].max(1)).max(1);
-            if cfg.rw.random() {
+            if cfg.rw.is_random() {
                 BlockPicker::random(nblocks, cfg.seed ^ salt, !cfg.norandommap)
             } else {
                 BlockPicker::sequential(nblocks)

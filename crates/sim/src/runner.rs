@@ -80,18 +80,6 @@ fn splitmix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-fn rw_mode(r: crate::fio::RwMode) -> RwMode {
-    use crate::fio::RwMode as F;
-    match r {
-        F::Read => RwMode::Read,
-        F::Write => RwMode::Write,
-        F::RandRead => RwMode::RandRead,
-        F::RandWrite => RwMode::RandWrite,
-        F::ReadWrite => RwMode::ReadWrite,
-        F::RandRw => RwMode::RandRw,
-    }
-}
-
 /// One fio job as resolved for the run: its clones and how it is reported.
 struct Resolved {
     spec: JobSpec,
@@ -236,7 +224,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 spec.offset + size, info.name, capacity
             )));
         }
-        let min_bs = match rw_mode(spec.rw) {
+        let min_bs = match spec.rw {
             RwMode::Read | RwMode::RandRead => spec.bs.read,
             RwMode::Write | RwMode::RandWrite => spec.bs.write,
             _ => spec.bs.read.max(spec.bs.write),
@@ -295,7 +283,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 name: spec.name.clone(),
                 job_index: k as u32,
                 group: barrier,
-                rw: rw_mode(spec.rw),
+                rw: spec.rw,
                 rwmixread: spec.rwmixread,
                 bs: [spec.bs.read, spec.bs.write],
                 offset: spec.offset,
