@@ -50,8 +50,11 @@
 //! segments.
 //!
 //! With `write_cache = true`, writes (not FUA) are acknowledged once in the buffer
-//! (`write_cache_kib`, at most `write_cache_extents` extents; contiguous writes
-//! coalesce) and destaged later by the same SPTF scheduler; destage runs when the drive
+//! (`write_cache_kib`, at most `write_cache_extents` extents). The buffer holds one
+//! copy per sector: a write over buffered data replaces it in place (no new space),
+//! and a write touching any buffered extent merges with it; reads of buffered data
+//! are cache hits (Seagate SAS product manuals, "Caching write data"; Fujitsu MHK2
+//! manual §6.6). Extents are destaged later by the same SPTF scheduler; destage runs when the drive
 //! has no host command needing the media, when the buffer is three quarters full, or
 //! during a flush. A write that finds the buffer full waits for space.
 //!
@@ -645,6 +648,8 @@ pub struct Hdd {
     head_lba: u64,
     /// Scratch for `buffer_write` (no allocation per write).
     absorb: Vec<(u64, u64)>,
+    /// The extent being destaged, `[start, end)` (still in the buffer until written).
+    destage_range: (u64, u64),
     /// Dirty sectors whose destage is in progress (still occupy the buffer).
     destaging: u64,
     wc_cap_sectors: u64,
@@ -692,6 +697,7 @@ impl Hdd {
             dirty_sectors: 0,
             head_lba: 0,
             absorb: Vec::with_capacity(8),
+            destage_range: (0, 0),
             destaging: 0,
             flush: None,
             done: BinaryHeap::with_capacity(64),
@@ -973,6 +979,7 @@ impl Hdd {
             self.head_cyl = end.cyl;
             self.head_head = end.head;
             self.head_lba = e.lba + e.n as u64;
+            self.destage_range = (e.lba, e.lba + e.n as u64);
             self.busy = Some((t.add(pos + x), Work::Destage(e.n)));
             return true;
         }
@@ -1021,6 +1028,7 @@ impl Hdd {
             }
             Work::Destage(n) => {
                 self.destaging -= n as u64;
+                self.destage_range = (0, 0);
                 self.admit_waiting(t);
             }
         }
@@ -1127,7 +1135,9 @@ impl Driver for Hdd {
                     let at = self.serve_from_cache(now, n);
                     self.complete(at, id);
                 }
-                None if self.in_write_buffer(lba, end) => {
+                None if self.in_write_buffer(lba, end)
+                    || (lba >= self.destage_range.0 && end <= self.destage_range.1) =>
+                {
                     let at = self.serve_from_cache(now, n);
                     self.complete(at, id);
                 }

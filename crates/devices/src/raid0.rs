@@ -16,7 +16,11 @@
 //! - *Write-back*: a write completes once in the cache (if the dirty data stays below
 //!   `cache_mib / 2`; otherwise it waits for space) and is destaged to the members in
 //!   the background, contiguous writes coalesced up to a full stripe, with at most
-//!   `destage_depth` destage requests in flight.
+//!   `destage_depth` destage requests in flight, in one ascending LBA sweep. The cache
+//!   holds one copy per sector: a rewrite of dirty data replaces it in place. Reads
+//!   of dirty (or being-destaged) data are hits, and a write updates cached read data
+//!   rather than dropping the segment ("Cached I/O: ... all writes to drive are also
+//!   written to cache", LSI/Intel RAID cache-policy note).
 //! - *Read-ahead*: a read miss fetches at least `read_ahead_kib` from its start; reads
 //!   that fall into a fetch in flight wait for it instead of going to the members;
 //!   the fetched ranges form `cache_segments` LRU segments, and a hit in the second
