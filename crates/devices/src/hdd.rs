@@ -50,8 +50,11 @@
 //! segments.
 //!
 //! With `write_cache = true`, writes (not FUA) are acknowledged once in the buffer
-//! (`write_cache_kib`, at most `write_cache_extents` extents; contiguous writes
-//! coalesce) and destaged later by the same SPTF scheduler; destage runs when the drive
+//! (`write_cache_kib`, at most `write_cache_extents` extents). The buffer holds one
+//! copy per sector: a write over buffered data replaces it in place (no new space),
+//! and a write touching any buffered extent merges with it; reads of buffered data
+//! are cache hits (Seagate SAS product manuals, "Caching write data"; Fujitsu MHK2
+//! manual §6.6). Extents are destaged later by the same SPTF scheduler; destage runs when the drive
 //! has no host command needing the media, when the buffer is three quarters full, or
 //! during a flush. A write that finds the buffer full waits for space.
 //!
@@ -66,7 +69,7 @@ use crate::{Device, DeviceInfo, ParamInfo};
 use blk::mq::{Driver, QueueRqStatus};
 use blk::{Ns, Op, ReqFlags, Request, RqId};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// Parameters of an [`Hdd`]; see the module docs.
 #[derive(Clone, Debug, PartialEq)]
@@ -637,8 +640,16 @@ pub struct Hdd {
     segments: Vec<Segment>,
     stream: Option<Stream>,
     lru_clock: u64,
-    dirty: Vec<Extent>,
+    /// Dirty data by first LBA: disjoint extents (an overwrite replaces the buffered
+    /// copy in place, neighbours coalesce).
+    dirty: BTreeMap<u64, Extent>,
     dirty_sectors: u64,
+    /// LBA just past the last sector the head accessed (centre of the destage window).
+    head_lba: u64,
+    /// Scratch for `buffer_write` (no allocation per write).
+    absorb: Vec<(u64, u64)>,
+    /// The extent being destaged, `[start, end)` (still in the buffer until written).
+    destage_range: (u64, u64),
     /// Dirty sectors whose destage is in progress (still occupy the buffer).
     destaging: u64,
     wc_cap_sectors: u64,
@@ -682,8 +693,11 @@ impl Hdd {
             segments,
             stream: None,
             lru_clock: 0,
-            dirty: Vec::with_capacity(p.write_cache_extents as usize),
+            dirty: BTreeMap::new(),
             dirty_sectors: 0,
+            head_lba: 0,
+            absorb: Vec::with_capacity(8),
+            destage_range: (0, 0),
             destaging: 0,
             flush: None,
             done: BinaryHeap::with_capacity(64),
@@ -776,6 +790,7 @@ impl Hdd {
                 let p = self.geo.locate(v - 1);
                 self.head_cyl = p.cyl;
                 self.head_head = p.head;
+                self.head_lba = v;
             }
         }
     }
@@ -832,30 +847,65 @@ impl Hdd {
         }
     }
 
-    fn wc_full(&self, n: u32) -> bool {
+    fn wc_full(&self, lba: u64, n: u32) -> bool {
+        if self.in_write_buffer(lba, lba + n as u64) {
+            return false; // an overwrite in place takes no space
+        }
         self.dirty_sectors + self.destaging + n as u64 > self.wc_cap_sectors
             || self.dirty.len() >= self.p.write_cache_extents as usize
     }
 
-    /// Put a write into the buffer (coalescing with the last extent when contiguous).
+    /// Put a write into the buffer. The buffer keeps one copy per LBA: a write over
+    /// buffered data replaces it in place (Seagate's SAS manuals: the cache is checked
+    /// for blocks "already stored in the cache from a previous read or write command";
+    /// "the new data is cached"), so 32 writers rewriting the same sectors occupy them
+    /// once. A write touching or overlapping buffered extents merges with them (up to
+    /// `MAX_EXTENT` when merely adjacent), wherever they are in the buffer.
     fn buffer_write(&mut self, lba: u64, n: u32) {
-        if let Some(last) = self.dirty.last_mut() {
-            if last.lba + last.n as u64 == lba && last.n + n <= MAX_EXTENT {
-                last.n += n;
-                self.dirty_sectors += n as u64;
-                return;
+        let mut start = lba;
+        let mut end = lba + n as u64;
+        // Disjoint extents: walk down from the last one starting at or before `end`.
+        let mut absorb = std::mem::take(&mut self.absorb);
+        absorb.clear();
+        for (&k, e) in self.dirty.range(..=end).rev() {
+            let e_end = k + e.n as u64;
+            if e_end < start {
+                break;
+            }
+            let overlaps = k < end && e_end > start;
+            let (s2, e2) = (start.min(k), end.max(e_end));
+            if overlaps || e2 - s2 <= MAX_EXTENT as u64 {
+                absorb.push((k, e_end));
+                start = s2;
+                end = e2;
             }
         }
-        let pos = self.geo.locate(lba);
-        self.dirty.push(Extent { lba, n, pos });
+        for &(k, e_end) in &absorb {
+            self.dirty.remove(&k);
+            self.dirty_sectors -= e_end - k;
+        }
+        self.absorb = absorb;
+        let pos = self.geo.locate(start);
+        let n = (end - start) as u32;
+        self.dirty.insert(start, Extent { lba: start, n, pos });
         self.dirty_sectors += n as u64;
+    }
+
+    /// Is `[lba, end)` entirely in the write buffer? (A read of it is a cache hit:
+    /// drives serve reads of data they hold for writing, e.g. Fujitsu MHK2 manual §6.6,
+    /// "the drive uses a cache data of the last write command as a read cache data".)
+    fn in_write_buffer(&self, lba: u64, end: u64) -> bool {
+        self.dirty
+            .range(..=lba)
+            .next_back()
+            .is_some_and(|(&k, e)| k <= lba && end <= k + e.n as u64)
     }
 
     /// Admit writes waiting for buffer space, in arrival order, at `t`.
     fn admit_waiting(&mut self, t: Ns) {
         while let Some(i) = self.queue.iter().position(|c| c.kind == Kind::CachedWrite) {
             let c = self.queue[i];
-            if self.wc_full(c.n) {
+            if self.wc_full(c.lba, c.n) {
                 break;
             }
             self.queue.remove(i);
@@ -903,11 +953,15 @@ impl Hdd {
                 }
             }
             if destage_ok {
-                // Bound the scan: the oldest extents are the candidates.
-                for (i, e) in self.dirty.iter().take(64).enumerate() {
+                // Bound the scan: the extents nearest the head in LBA order (32 at or
+                // after it, 32 before it) are the candidates.
+                let h = self.head_lba;
+                let after = self.dirty.range(h..).take(32);
+                let before = self.dirty.range(..h).rev().take(32);
+                for (_, e) in after.chain(before) {
                     let cost = self.positioning(t, &e.pos);
                     if best.is_none_or(|b| cost < b.0) {
-                        best = Some((cost, i, true));
+                        best = Some((cost, e.lba as usize, true));
                     }
                 }
             }
@@ -916,7 +970,7 @@ impl Hdd {
             return false;
         };
         if is_destage {
-            let e = self.dirty.remove(i);
+            let e = self.dirty.remove(&(i as u64)).expect("destage candidate");
             self.dirty_sectors -= e.n as u64;
             self.destaging += e.n as u64;
             self.stop_stream(t);
@@ -924,6 +978,8 @@ impl Hdd {
             let (x, end) = self.geo.transfer(e.lba, e.n);
             self.head_cyl = end.cyl;
             self.head_head = end.head;
+            self.head_lba = e.lba + e.n as u64;
+            self.destage_range = (e.lba, e.lba + e.n as u64);
             self.busy = Some((t.add(pos + x), Work::Destage(e.n)));
             return true;
         }
@@ -944,6 +1000,7 @@ impl Hdd {
         let (x, end) = self.geo.transfer(c.lba, c.n);
         self.head_cyl = end.cyl;
         self.head_head = end.head;
+        self.head_lba = c.lba + c.n as u64;
         self.busy = Some((start.add(pos + x), Work::Host(c)));
         true
     }
@@ -971,6 +1028,7 @@ impl Hdd {
             }
             Work::Destage(n) => {
                 self.destaging -= n as u64;
+                self.destage_range = (0, 0);
                 self.admit_waiting(t);
             }
         }
@@ -1074,6 +1132,12 @@ impl Driver for Hdd {
                 Some(seg) => {
                     self.lru_clock += 1;
                     self.segments[seg].lru = self.lru_clock;
+                    let at = self.serve_from_cache(now, n);
+                    self.complete(at, id);
+                }
+                None if self.in_write_buffer(lba, end)
+                    || (lba >= self.destage_range.0 && end <= self.destage_range.1) =>
+                {
                     let at = self.serve_from_cache(now, n);
                     self.complete(at, id);
                 }

@@ -16,7 +16,11 @@
 //! - *Write-back*: a write completes once in the cache (if the dirty data stays below
 //!   `cache_mib / 2`; otherwise it waits for space) and is destaged to the members in
 //!   the background, contiguous writes coalesced up to a full stripe, with at most
-//!   `destage_depth` destage requests in flight.
+//!   `destage_depth` destage requests in flight, in one ascending LBA sweep. The cache
+//!   holds one copy per sector: a rewrite of dirty data replaces it in place. Reads
+//!   of dirty (or being-destaged) data are hits, and a write updates cached read data
+//!   rather than dropping the segment ("Cached I/O: ... all writes to drive are also
+//!   written to cache", LSI/Intel RAID cache-policy note).
 //! - *Read-ahead*: a read miss fetches at least `read_ahead_kib` from its start; reads
 //!   that fall into a fetch in flight wait for it instead of going to the members;
 //!   the fetched ranges form `cache_segments` LRU segments, and a hit in the second
@@ -35,7 +39,7 @@ use crate::{Device, DeviceInfo, ParamInfo, Profile};
 use blk::mq::{Driver, QueueRqStatus};
 use blk::{Bio, BioId, CgroupId, IoPrio, Ns, Op, ReqFlags, Request, RqId, Sector};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 /// Parameters of a [`Raid0`] volume; see the module docs.
 #[derive(Clone, Debug)]
@@ -178,8 +182,8 @@ enum Owner {
     Host(RqId),
     /// A read-ahead fetch of `[start, end)` (volume sectors).
     Fetch { start: u64, end: u64 },
-    /// A destage of `sectors`.
-    Destage { sectors: u64 },
+    /// A destage of `[start, end)` (volume sectors; still in the cache until done).
+    Destage { start: u64, end: u64 },
     /// Unused slot.
     Free,
 }
@@ -206,12 +210,6 @@ struct Segment {
     lru: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Dirty {
-    lba: u64,
-    n: u32,
-}
-
 /// The RAID-0 controller model; see the module docs.
 pub struct Raid0 {
     p: Raid0Params,
@@ -231,8 +229,13 @@ pub struct Raid0 {
     lru_clock: u64,
     /// Host reads waiting for a fetch: (fetch group, read id, start, end).
     waiters: Vec<(u32, RqId, u64, u64)>,
-    dirty: VecDeque<Dirty>,
+    /// Dirty data, first sector → end: disjoint extents, one copy per sector.
+    dirty: BTreeMap<u64, u64>,
     dirty_sectors: u64,
+    /// Destage sweeps upward from here (a one-way elevator over the dirty extents).
+    destage_at: u64,
+    /// Scratch for `add_dirty`.
+    absorb: Vec<(u64, u64)>,
     destaging: u32,
     /// Host writes waiting for cache space: (id, lba, n).
     write_wait: VecDeque<(RqId, u64, u32)>,
@@ -298,8 +301,10 @@ impl Raid0 {
             outstanding: 0,
             lru_clock: 0,
             waiters: Vec::new(),
-            dirty: VecDeque::new(),
+            dirty: BTreeMap::new(),
             dirty_sectors: 0,
+            destage_at: 0,
+            absorb: Vec::with_capacity(8),
             destaging: 0,
             write_wait: VecDeque::new(),
             done: BinaryHeap::new(),
@@ -457,9 +462,9 @@ impl Raid0 {
                     }
                 }
             }
-            Owner::Destage { sectors } => {
+            Owner::Destage { start, end } => {
                 self.destaging -= 1;
-                self.dirty_sectors -= sectors;
+                self.dirty_sectors -= end - start;
                 self.admit_writes(t);
                 self.destage(t);
             }
@@ -490,7 +495,7 @@ impl Raid0 {
     /// Writes waiting for cache space, in order.
     fn admit_writes(&mut self, t: Ns) {
         while let Some(&(id, lba, n)) = self.write_wait.front() {
-            if self.dirty_sectors + n as u64 > self.cap_sectors() {
+            if !self.fits(lba, n) {
                 break;
             }
             self.write_wait.pop_front();
@@ -499,33 +504,87 @@ impl Raid0 {
         }
     }
 
-    fn add_dirty(&mut self, lba: u64, n: u32) {
-        let stripe = self.chunk * self.p.members as u64;
-        self.dirty_sectors += n as u64;
-        if let Some(d) = self.dirty.back_mut() {
-            if d.lba + d.n as u64 == lba && d.n as u64 + n as u64 <= stripe {
-                d.n += n;
-                return;
-            }
-        }
-        self.dirty.push_back(Dirty { lba, n });
+    /// Can a write of `[lba, lba + n)` enter the cache now?
+    fn fits(&self, lba: u64, n: u32) -> bool {
+        self.in_dirty(lba, lba + n as u64) || self.dirty_sectors + n as u64 <= self.cap_sectors()
     }
 
-    /// Start destages up to the allowed depth.
+    /// Is `[lba, end)` entirely dirty in the cache?
+    fn in_dirty(&self, lba: u64, end: u64) -> bool {
+        self.dirty
+            .range(..=lba)
+            .next_back()
+            .is_some_and(|(_, &e)| end <= e)
+    }
+
+    /// Is `[lba, end)` in the cache: dirty, or being destaged (destaged data stays in
+    /// the controller's DRAM)?
+    fn write_hit(&self, lba: u64, end: u64) -> bool {
+        self.in_dirty(lba, end)
+            || self.groups.iter().any(
+                |g| matches!(g.owner, Owner::Destage { start, end: e } if lba >= start && end <= e),
+            )
+    }
+
+    /// Put a write into the cache. A write-back cache holds one copy of each sector: a
+    /// rewrite of dirty data replaces it in place, and extents that touch coalesce (up to
+    /// a full stripe when merely adjacent, as before).
+    fn add_dirty(&mut self, lba: u64, n: u32) {
+        let stripe = self.chunk * self.p.members as u64;
+        let mut start = lba;
+        let mut end = lba + n as u64;
+        let mut absorb = std::mem::take(&mut self.absorb);
+        absorb.clear();
+        for (&k, &e) in self.dirty.range(..=end).rev() {
+            if e < start {
+                break;
+            }
+            let overlaps = k < end && e > start;
+            let (s2, e2) = (start.min(k), end.max(e));
+            if overlaps || e2 - s2 <= stripe {
+                absorb.push((k, e));
+                start = s2;
+                end = e2;
+            }
+        }
+        for &(k, e) in &absorb {
+            self.dirty.remove(&k);
+            self.dirty_sectors -= e - k;
+        }
+        self.absorb = absorb;
+        self.dirty.insert(start, end);
+        self.dirty_sectors += end - start;
+    }
+
+    /// Start destages up to the allowed depth, in ascending LBA order from where the
+    /// last one ended (wrapping to the lowest dirty extent).
     fn destage(&mut self, now: Ns) {
         while self.destaging < self.p.destage_depth {
             // Leave the newest extent to grow while writes are streaming in.
             if self.dirty.len() == 1 && !self.write_wait.is_empty() {
                 break;
             }
-            let Some(d) = self.dirty.pop_front() else {
+            let next = self
+                .dirty
+                .range(self.destage_at..)
+                .next()
+                .or_else(|| self.dirty.iter().next())
+                .map(|(&k, &e)| (k, e));
+            let Some((start, end)) = next else {
                 break;
             };
+            self.dirty.remove(&start);
+            self.destage_at = end;
             self.destaging += 1;
-            let g = self.new_group(Owner::Destage {
-                sectors: d.n as u64,
-            });
-            self.split(now, g, Op::Write, ReqFlags::NONE, d.lba, d.n);
+            let g = self.new_group(Owner::Destage { start, end });
+            self.split(
+                now,
+                g,
+                Op::Write,
+                ReqFlags::NONE,
+                start,
+                (end - start) as u32,
+            );
         }
     }
 
@@ -533,14 +592,6 @@ impl Raid0 {
         self.segments
             .iter()
             .position(|s| s.end > s.start && lba >= s.start && end <= s.end)
-    }
-
-    fn invalidate(&mut self, lba: u64, end: u64) {
-        for s in &mut self.segments {
-            if lba < s.end && end > s.start {
-                *s = Segment::default();
-            }
-        }
     }
 
     /// A fetch in flight covering `[lba, end)`, if any.
@@ -565,6 +616,13 @@ impl Raid0 {
     fn read(&mut self, now: Ns, id: RqId, lba: u64, n: u32) {
         let end = lba + n as u64;
         let t = self.controller(now);
+        // Data the host wrote is in the write-back cache until destaged, and the
+        // controller serves reads of it from there ("Cached I/O ... All writes to drive
+        // are also written to cache", Intel RAID (LSI MegaRAID) cache policy note).
+        if self.p.cache && self.write_hit(lba, end) {
+            self.complete(t, id);
+            return;
+        }
         if !self.p.cache || self.p.read_ahead_kib == 0 {
             if self.p.cache {
                 if let Some(i) = self.cached(lba, end) {
@@ -652,9 +710,9 @@ impl Driver for Raid0 {
             Op::Read => self.read(now, id, lba, n.max(1)),
             Op::Write if self.p.cache => {
                 let t = self.controller(now);
-                self.invalidate(lba, lba + n as u64);
-                if self.write_wait.is_empty() && self.dirty_sectors + n as u64 <= self.cap_sectors()
-                {
+                // The write lands in the cache: cached read data of those sectors is
+                // updated in place, not dropped (the new data is what a read gets).
+                if self.write_wait.is_empty() && self.fits(lba, n) {
                     self.add_dirty(lba, n);
                     self.complete(t, id);
                 } else {
