@@ -24,6 +24,7 @@ pub struct Args {
 enum Sub {
     Record(RecordArgs),
     Compare(CompareArgs),
+    Merges(MergesArgs),
 }
 
 /// Record block and timer events while fio runs against a scratch loop device
@@ -51,6 +52,15 @@ pub struct RecordArgs {
     /// Write queue/nr_requests.
     #[arg(long)]
     nr_requests: Option<u32>,
+    /// Write queue/nomerges (0 all merges, 1 one-hit merges only, 2 none).
+    #[arg(long)]
+    nomerges: Option<u8>,
+    /// Save only the header, `/sys/block/loopN/stat` before and after the run and the
+    /// per-direction counts of the merge events (`block_rq_merge`,
+    /// `block_bio_backmerge`, `block_bio_frontmerge`), not the trace: a compact
+    /// recording for `kernel-trace merges`.
+    #[arg(long)]
+    merges_only: bool,
     /// tracefs buffer size per CPU, in KiB.
     #[arg(long, default_value_t = 131072)]
     buffer_kb: u64,
@@ -98,6 +108,7 @@ pub fn run(args: Args) -> Result<()> {
     match args.cmd {
         Sub::Record(a) => record(a),
         Sub::Compare(a) => compare(a),
+        Sub::Merges(a) => merges(a),
     }
 }
 
@@ -259,6 +270,9 @@ const EVENTS: [&str; 7] = [
     "timer/timer_expire_entry",
 ];
 
+/// Bio merge events, enabled with `--merges-only` (counted, not saved).
+const BIO_MERGE_EVENTS: [&str; 2] = ["block/block_bio_backmerge", "block/block_bio_frontmerge"];
+
 /// Kyber's own tracepoints (depth changes, percentiles, throttling), enabled when
 /// recording kyber: they show the kernel's controller, which the block events cannot.
 const KYBER_EVENTS: [&str; 3] = [
@@ -294,6 +308,8 @@ struct Recording {
     /// The loop device's scheduler before we changed it (its queue outlives the
     /// detach), restored on teardown.
     old_sched: Option<(PathBuf, String)>,
+    /// `queue/nomerges` before we changed it (the queue outlives the detach too).
+    old_nomerges: Option<(PathBuf, String)>,
     scratch: Option<PathBuf>,
 }
 
@@ -331,6 +347,9 @@ impl Drop for Recording {
             }
         }
         if let Some((p, v)) = &self.old_sched {
+            let _ = fs::write(p, v);
+        }
+        if let Some((p, v)) = &self.old_nomerges {
             let _ = fs::write(p, v);
         }
         if let Some(dev) = &self.loopdev {
@@ -487,6 +506,12 @@ fn record_inner(
     if let Some(n) = a.nr_requests {
         write_attr(q.join("nr_requests"), &n.to_string())?;
     }
+    if let Some(n) = a.nomerges {
+        if let Ok(old) = read_attr(q.join("nomerges")) {
+            rec.old_nomerges = Some((q.join("nomerges"), old));
+        }
+        write_attr(q.join("nomerges"), &n.to_string())?;
+    }
     for (k, v) in sets {
         let p = q.join("iosched").join(k);
         if !p.exists() {
@@ -530,6 +555,22 @@ fn record_inner(
             write_attr(format!("{TRACEFS}/events/{e}/enable"), "1")?;
         }
     }
+    if a.merges_only {
+        for e in BIO_MERGE_EVENTS {
+            if !Path::new(TRACEFS).join("events").join(e).exists() {
+                eprintln!("warning: tracepoint {e} not available; not counted");
+                continue;
+            }
+            rec.extra_events.push(e);
+            write_attr(
+                format!("{TRACEFS}/events/{e}/filter"),
+                &format!("dev == {devt}"),
+            )?;
+            write_attr(format!("{TRACEFS}/events/{e}/enable"), "1")?;
+        }
+    }
+    let stat_path = format!("/sys/block/{base}/stat");
+    let stat_before = read_attr(&stat_path)?;
     write_attr(format!("{TRACEFS}/tracing_on"), "1")?;
     // fio
     let mut fio = Command::new("fio");
@@ -537,6 +578,7 @@ fn record_inner(
     fio.arg(format!("--filename={dev}")).args(&a.fio);
     let fio_out = fio.output().context("running fio")?;
     write_attr(format!("{TRACEFS}/tracing_on"), "0")?;
+    let stat_after = read_attr(&stat_path)?;
     check_interrupted()?;
     if !fio_out.status.success() {
         bail!(
@@ -581,9 +623,38 @@ fn record_inner(
             hdr.push_str(&format!("# iosched: tunable.{n}={v}\n"));
         }
     }
+    hdr.push_str(&format!("# iosched: size={size}\n"));
     hdr.push_str(&format!("# iosched: fio={}\n", a.fio.join(" ")));
+    let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    hdr.push_str(&format!("# iosched: stat_before={}\n", norm(&stat_before)));
+    hdr.push_str(&format!("# iosched: stat_after={}\n", norm(&stat_after)));
     let mut out =
         fs::File::create(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    if a.merges_only {
+        let text = fs::read_to_string(format!("{TRACEFS}/trace")).context("reading trace")?;
+        let lost = text
+            .lines()
+            .take(40)
+            .find(|l| l.contains("entries-in-buffer/entries-written"))
+            .and_then(|l| l.split(": ").nth(1))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|w| w.split_once('/'))
+            .is_some_and(|(x, y)| x != y);
+        if lost {
+            eprintln!("warning: tracefs dropped events; merge event counts are short");
+        }
+        for (name, [r, w]) in kernel_trace::merges::count_merge_events(&text) {
+            hdr.push_str(&format!("# iosched: events.{name}={r},{w}\n"));
+        }
+        out.write_all(hdr.as_bytes())?;
+        out.flush()?;
+        eprintln!(
+            "recorded {} ({dev}, {}, merges only)",
+            a.out.display(),
+            a.sched
+        );
+        return Ok(());
+    }
     out.write_all(hdr.as_bytes())?;
     let mut tr = fs::File::open(format!("{TRACEFS}/trace")).context("opening trace")?;
     std::io::copy(&mut tr, &mut out).context("saving trace")?;
@@ -608,5 +679,118 @@ fn record_inner(
         }
     }
     eprintln!("recorded {} ({dev}, {})", a.out.display(), a.sched);
+    Ok(())
+}
+
+// ---------------------------------------------------------------- merges
+
+/// Run the fio job of merges recordings (`record --merges-only`) through our block
+/// layer, with an ideal device standing in for the loop device, and print our read
+/// and write merges beside the kernel's (`/sys/block/loopN/stat` fields 2 and 6, and
+/// the merge tracepoints).
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Example:\n  iosched kernel-trace merges crates/sim/tests/data/kernel/merges-*.txt"
+)]
+pub struct MergesArgs {
+    /// Merges recordings (or full recordings made with stat lines).
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
+    /// Per-request latency of the stand-in device, µs.
+    #[arg(long, default_value_t = 20.0)]
+    latency_us: f64,
+    /// Simulated CPUs.
+    #[arg(long, default_value_t = 2)]
+    cpus: u32,
+    /// Run seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// CPU cost of one submission, ns (default: the engine's).
+    #[arg(long)]
+    submit_ns: Option<u64>,
+    /// Print one JSON object per recording instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn merges(a: MergesArgs) -> Result<()> {
+    use kernel_trace::merges::{simulate, LoopModel, MergeRecording};
+    if !(a.latency_us.is_finite() && a.latency_us >= 0.0) {
+        bail!("--latency-us must be a non-negative number");
+    }
+    let mut model = LoopModel {
+        latency_ns: (a.latency_us * 1000.0).round() as u64,
+        nr_cpus: a.cpus.max(1),
+        submit_ns: a.submit_ns,
+        ..Default::default()
+    };
+    if let Some(s) = a.seed {
+        model.seed = s;
+    }
+    let mut out = String::new();
+    if !a.json {
+        out.push_str(
+            "| recording | sched | nomerges | kernel stat merges R/W | kernel events R/W (rq+back+front) | ours R/W | kernel ios R/W | our ios R/W |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        );
+    }
+    for p in &a.traces {
+        let name = p.display().to_string();
+        let text = fs::read_to_string(p).with_context(|| format!("cannot read {name}"))?;
+        let rec = MergeRecording::parse(&text).map_err(|e| anyhow!("{name}: {e}"))?;
+        let ours = simulate(&rec, &model).map_err(|e| anyhow!("{name}: {e}"))?;
+        let k = rec.kernel_merges();
+        let kio = rec.kernel_ios();
+        let ev = rec.event_merges();
+        let short = p
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or(name.clone());
+        if a.json {
+            let v = serde_json::json!({
+                "recording": name,
+                "sched": rec.meta.sched,
+                "nomerges": rec.meta.nomerges,
+                "fio": rec.fio.join(" "),
+                "kernel_stat_merges": k,
+                "kernel_events": rec.events.iter().map(|(n, c)| (n.clone(), serde_json::json!(c))).collect::<serde_json::Map<_, _>>(),
+                "kernel_ios": kio,
+                "our_merges": ours.merges,
+                "our_ios": ours.ios,
+            });
+            out.push_str(&v.to_string());
+            out.push('\n');
+        } else {
+            let evs = match ev {
+                None => "—".to_string(),
+                Some(s) => {
+                    let f = |n: &str| rec.event(n).unwrap_or([0, 0]);
+                    let (q, b, fr) = (
+                        f("block_rq_merge"),
+                        f("block_bio_backmerge"),
+                        f("block_bio_frontmerge"),
+                    );
+                    format!(
+                        "{}/{} ({}+{}+{} / {}+{}+{})",
+                        s[0], s[1], q[0], b[0], fr[0], q[1], b[1], fr[1]
+                    )
+                }
+            };
+            out.push_str(&format!(
+                "| {short} | {} | {} | {}/{} | {evs} | {}/{} | {}/{} | {}/{} |\n",
+                rec.meta.sched.as_deref().unwrap_or("?"),
+                rec.meta.nomerges.map_or("?".to_string(), |v| v.to_string()),
+                k[0],
+                k[1],
+                ours.merges[0],
+                ours.merges[1],
+                kio[0],
+                kio[1],
+                ours.ios[0],
+                ours.ios[1],
+            ));
+        }
+    }
+    std::io::stdout().write_all(out.as_bytes())?;
     Ok(())
 }

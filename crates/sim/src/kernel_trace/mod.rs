@@ -11,6 +11,7 @@
 pub mod compare;
 pub mod convert;
 pub mod fit;
+pub mod merges;
 pub mod parse;
 
 pub use compare::{compare, CompareOptions, CompareReport, Disagreement};
