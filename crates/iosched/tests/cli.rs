@@ -398,3 +398,15 @@ fn device_files_load_and_bad_ones_exit_2() {
         assert_bad(&iosched(&["devices", "--device-file", &p]), &[needle]);
     }
 }
+
+#[test]
+fn run_draws_latency_cdf() {
+    let f = job_file("plot.fio", SMALL);
+    let svg = std::env::temp_dir().join(format!("iosched-clat-{}.svg", std::process::id()));
+    let o = iosched(&["run", &f, "--plot", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("read: IOPS="));
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.starts_with("<svg") && chart.contains("clat"));
+    std::fs::remove_file(svg).ok();
+}

@@ -11,16 +11,20 @@ pub struct Group {
     pub values: Vec<f64>,
 }
 
-/// Draw a grouped bar chart to `path` (SVG).
+/// Draw a grouped bar chart to `path` (SVG). Bars are horizontal, one group per row,
+/// so that long variant labels ("mq-deadline.variant=head-request") read easily.
 pub fn bars(
     path: &str,
     title: &str,
-    y_label: &str,
+    x_label: &str,
     series: &[String],
     groups: &[Group],
 ) -> Result<()> {
-    let width = (160 + groups.len() * (40 + 36 * series.len().max(1))) as u32;
-    let root = SVGBackend::new(path, (width.max(640), 420)).into_drawing_area();
+    let k = series.len().max(1);
+    let longest = groups.iter().map(|g| g.label.len()).max().unwrap_or(8) as u32;
+    let label_area = 24 + 7 * longest;
+    let height = 120 + (groups.len() * (12 + 18 * k)) as u32;
+    let root = SVGBackend::new(path, (640 + label_area, height.max(300))).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow!("plot: {e}"))?;
     let max = groups
         .iter()
@@ -32,32 +36,34 @@ pub fn bars(
         .caption(title, ("sans-serif", 18))
         .margin(16)
         .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..n, 0.0..max * 1.1)
+        .y_label_area_size(label_area)
+        .build_cartesian_2d(0.0..max * 1.1, 0.0..n)
         .map_err(|e| anyhow!("plot: {e}"))?;
     let labels: Vec<String> = groups.iter().map(|g| g.label.clone()).collect();
+    // Group i occupies the band [n-1-i, n-i], so the first variant is on top.
     chart
         .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(groups.len() * 2 + 1)
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 0.01 && i < labels.len() {
-                labels[i].clone()
+        .disable_y_mesh()
+        .y_labels(groups.len() * 2 + 1)
+        .y_label_formatter(&|y| {
+            let band = y.floor();
+            if (y - band - 0.5).abs() < 0.01 && band >= 0.0 && (band as usize) < labels.len() {
+                labels[labels.len() - 1 - band as usize].clone()
             } else {
                 String::new()
             }
         })
-        .y_desc(y_label)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .x_desc(x_label)
         .draw()
         .map_err(|e| anyhow!("plot: {e}"))?;
-    let k = series.len().max(1) as f64;
+    let kf = k as f64;
     for (s, name) in series.iter().enumerate() {
         let color = Palette99::pick(s).to_rgba();
         let rects = groups.iter().enumerate().map(move |(i, g)| {
-            let w = 0.8 / k;
-            let x0 = i as f64 + 0.1 + w * s as f64;
-            Rectangle::new([(x0, 0.0), (x0 + w * 0.95, g.values[s])], color.filled())
+            let h = 0.8 / kf;
+            let y1 = n - i as f64 - 0.1 - h * s as f64;
+            Rectangle::new([(0.0, y1 - h * 0.95), (g.values[s], y1)], color.filled())
         });
         chart
             .draw_series(rects)
@@ -67,6 +73,7 @@ pub fn bars(
     }
     chart
         .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
@@ -76,36 +83,60 @@ pub fn bars(
 }
 
 /// Draw CDF curves (x, cumulative fraction) to `path` (SVG), one line per series.
+/// When the x values span more than a factor of 20 (latencies usually do), the x axis
+/// is logarithmic.
 pub fn cdf_lines(
     path: &str,
     title: &str,
     x_label: &str,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> Result<()> {
+    let xs = || series.iter().flat_map(|(_, v)| v.iter().map(|p| p.0));
+    let xmax = xs().fold(0.0f64, f64::max).max(1e-9);
+    let xmin = xs().filter(|x| *x > 0.0).fold(f64::INFINITY, f64::min);
+    let log = xmin.is_finite() && xmax / xmin > 20.0;
+    // On a log axis the data are drawn as log10(x) and the labels turned back.
+    let tx = |x: f64| if log { x.max(xmin).log10() } else { x };
+    let (lo, hi) = if log {
+        (xmin.log10().floor(), xmax.log10().ceil())
+    } else {
+        (0.0, xmax * 1.02)
+    };
     let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow!("plot: {e}"))?;
-    let xmax = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().map(|p| p.0))
-        .fold(0.0f64, f64::max)
-        .max(1e-9);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 18))
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..xmax * 1.02, 0.0..1.0)
+        .build_cartesian_2d(lo..hi, 0.0..1.0)
         .map_err(|e| anyhow!("plot: {e}"))?;
+    let x_desc = if log {
+        format!("{x_label}, log scale")
+    } else {
+        x_label.to_string()
+    };
     chart
         .configure_mesh()
-        .x_desc(x_label)
+        .x_desc(x_desc)
+        .x_label_formatter(&|v| {
+            let x = if log { 10f64.powf(*v) } else { *v };
+            if x >= 100.0 || x == x.round() {
+                format!("{x:.0}")
+            } else {
+                format!("{x:.2}")
+            }
+        })
         .y_desc("fraction of requests")
         .draw()
         .map_err(|e| anyhow!("plot: {e}"))?;
     for (s, (name, pts)) in series.iter().enumerate() {
         let color = Palette99::pick(s).to_rgba();
         chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                pts.iter().map(|&(x, y)| (tx(x), y)),
+                color.stroke_width(2),
+            ))
             .map_err(|e| anyhow!("plot: {e}"))?
             .label(name.clone())
             .legend(move |(x, y)| {

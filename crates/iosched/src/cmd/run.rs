@@ -1,13 +1,13 @@
 //! `iosched run FILE.fio`: simulate a fio job file.
 
-use super::sim_opts::{simulate_and_print, SimArgs};
+use super::sim_opts::{simulate_print_plot, SimArgs};
 use anyhow::{Context, Result};
 use sim::fio::{parse_job_file, OutputFormat};
 
 /// Simulate a fio job file in virtual time and print fio's report.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  iosched run examples/randread-4k.fio\n  iosched run examples/seeds/0-mq-deadline-head-request.fio --device ideal-sq --set mq-deadline.fifo_batch=1\n  SOURCE_DATE_EPOCH=0 iosched run job.fio --output-format=json --seed 7 > out.json"
+    after_help = "Examples:\n  iosched run examples/randread-4k.fio\n  iosched run examples/seeds/0-mq-deadline-head-request.fio --device ideal-sq --set mq-deadline.fifo_batch=1\n  SOURCE_DATE_EPOCH=0 iosched run job.fio --output-format=json --seed 7 > out.json\n  iosched run examples/mq-deadline-mixed-prio.fio --device ssd-sata --plot clat.svg"
 )]
 pub struct Args {
     /// The fio job file.
@@ -18,6 +18,9 @@ pub struct Args {
     /// Write the report to FILE instead of stdout (fio's `--output`).
     #[arg(long, value_name = "FILE")]
     pub output: Option<String>,
+    /// Also draw the completion-latency CDF of every job and direction (SVG).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
     #[command(flatten)]
     pub sim: SimArgs,
 }
@@ -35,5 +38,5 @@ pub fn run(args: Args) -> Result<()> {
     if args.output.is_some() {
         input.output.output_file = args.output.clone();
     }
-    simulate_and_print(input, &args.sim)
+    simulate_print_plot(input, &args.sim, args.plot.as_deref())
 }

@@ -136,14 +136,31 @@ pub fn write_atomically(path: &str, text: &str) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {tmp} to {path}"))
 }
 
-/// Plan, run and print in the format and to the file fio's output options ask for.
+/// Plan, run and print in the format and to the file fio's output options ask for;
+/// with `plot`, also draw the completion-latency CDF of every job and direction.
 pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
+    simulate_print_plot(input, args, None)
+}
+
+/// [`simulate_and_print`], plus an SVG of the clat CDFs to `plot` if given.
+pub fn simulate_print_plot(input: FioInput, args: &SimArgs, plot: Option<&str>) -> Result<()> {
     let opts = run_options(args)?;
     let report = simulate(&input, &opts, true)?;
     let text = match input.output.format {
         OutputFormat::Json => sim::report::json::to_string(&report),
         OutputFormat::Normal => sim::report::text::to_string(&report),
     };
+    if let Some(path) = plot {
+        let series = latency_cdfs(&report);
+        if series.is_empty() {
+            bail!("--plot {path}: the run completed no I/O, nothing to draw");
+        }
+        let tmp = format!("{path}.iosched-tmp.svg");
+        super::plot::cdf_lines(&tmp, "completion latency (clat) CDF", "clat (us)", &series)?;
+        let svg = std::fs::read_to_string(&tmp)?;
+        std::fs::remove_file(&tmp).ok();
+        write_atomically(path, &svg)?;
+    }
     match &input.output.output_file {
         Some(path) => write_atomically(path, &text)?,
         None => {
@@ -153,4 +170,31 @@ pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// One CDF per job entry and direction with I/O: (clat in µs, cumulative fraction) at
+/// percentiles from 0.1 to 99.99.
+pub fn latency_cdfs(report: &RunReport) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut ps: Vec<f64> = (1..=999).map(|i| i as f64 / 10.0).collect();
+    ps.extend([99.95, 99.99, 100.0]);
+    let mut out = Vec::new();
+    for (i, j) in report.jobs.iter().enumerate() {
+        for d in sim::stats::Dir::ALL {
+            let h = &j.stats.dir(d).clat;
+            if h.count() == 0 {
+                continue;
+            }
+            let pts = ps
+                .iter()
+                .map(|&p| (h.percentile(p) as f64 / 1e3, p / 100.0))
+                .collect();
+            let name = if report.jobs.len() > 1 {
+                format!("{} #{i} {}", j.jobname, d.name())
+            } else {
+                format!("{} {}", j.jobname, d.name())
+            };
+            out.push((name, pts));
+        }
+    }
+    out
 }
