@@ -23,6 +23,9 @@ pub struct Workload {
     pub iodepth: u32,
     /// Number of job clones.
     pub jobs: u32,
+    /// Simulated time relative to the requested run time: slow devices run longer so
+    /// that enough requests complete for the rate to mean something.
+    pub time_scale: u64,
 }
 
 /// The built-in workloads.
@@ -36,6 +39,7 @@ pub fn workloads() -> Vec<Workload> {
             rw: RwMode::RandRead,
             iodepth: 32,
             jobs: 4,
+            time_scale: 1,
         },
         Workload {
             name: "none+hdd-7200 randread 4k qd32",
@@ -45,6 +49,7 @@ pub fn workloads() -> Vec<Workload> {
             rw: RwMode::RandRead,
             iodepth: 32,
             jobs: 1,
+            time_scale: 200,
         },
         Workload {
             name: "none+hdd-7200 read 4k qd32",
@@ -54,6 +59,7 @@ pub fn workloads() -> Vec<Workload> {
             rw: RwMode::Read,
             iodepth: 32,
             jobs: 1,
+            time_scale: 10,
         },
         Workload {
             name: "none+nvme-gen4 randread 4k qd32 x4",
@@ -63,6 +69,7 @@ pub fn workloads() -> Vec<Workload> {
             rw: RwMode::RandRead,
             iodepth: 32,
             jobs: 4,
+            time_scale: 1,
         },
     ]
 }
@@ -90,6 +97,7 @@ impl BenchResult {
 /// Run `w` for `simulated_ms` of virtual time against its device profile
 /// (`w.device`, a built-in profile name).
 pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
+    let simulated_ms = simulated_ms * w.time_scale.max(1);
     let jobs = (0..w.jobs)
         .map(|i| JobConfig {
             name: w.name.to_string(),
