@@ -464,6 +464,13 @@ pub fn import(parv: &Path) -> Result<Imported, DiskSimError> {
         extradisc_disconnect_ms: d.nonneg("Extradisc disconnect overhead")?,
         extradisc_inter_ms: d.nonneg("Extradisc inter-disconnect delay")?,
         extradisc_seek_delta_ms: d.nonneg("Extradisc seek delta")?,
+        extradisc_second_disconnect_ms: d.nonneg("Extradisc 2nd disconnect overhead")?,
+        write_disconnect_ms: d.nonneg("Write disconnect overhead")?,
+        read_disconnect_ms: pair(
+            &mut d,
+            "Read disconnect afterread",
+            "Read disconnect afterwrite",
+        )?,
         min_seek_delay_ms: d.nonneg("Minimum seek delay")?,
         bus_read_ms: bus_r,
         bus_write_ms: bus_w,

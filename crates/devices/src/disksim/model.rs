@@ -181,6 +181,12 @@ pub struct TableParams {
     pub extradisc_inter_ms: f64,
     /// Extra-disconnect delay before the seek starts, ms.
     pub extradisc_seek_delta_ms: f64,
+    /// Extra-disconnect second disconnect (after the data moved), ms.
+    pub extradisc_second_disconnect_ms: f64,
+    /// Disconnect after a write's data moved (write-through), ms.
+    pub write_disconnect_ms: f64,
+    /// Disconnect after a read miss's command, after a read / after a write, ms.
+    pub read_disconnect_ms: [f64; 2],
     /// Minimum delay before a non-sequential write reaches the media, ms.
     pub min_seek_delay_ms: f64,
     /// Bus time per sector for reads, ms.
@@ -358,6 +364,12 @@ impl TableParams {
             extradisc_disconnect_ms: d.nonneg("extradisc_disconnect_ms")?,
             extradisc_inter_ms: d.nonneg("extradisc_inter_disconnect_ms")?,
             extradisc_seek_delta_ms: d.nonneg("extradisc_seek_delta_ms")?,
+            extradisc_second_disconnect_ms: d.nonneg("extradisc_second_disconnect_ms")?,
+            write_disconnect_ms: d.nonneg("write_disconnect_ms")?,
+            read_disconnect_ms: [
+                d.nonneg("read_disconnect_after_read_ms")?,
+                d.nonneg("read_disconnect_after_write_ms")?,
+            ],
             min_seek_delay_ms: d.nonneg("min_seek_delay_ms")?,
             bus_read_ms: d.nonneg("bus_read_ms_per_sector")?,
             bus_write_ms: d.nonneg("bus_write_ms_per_sector")?,
@@ -491,6 +503,19 @@ impl TableParams {
         kv("extradisc_disconnect_ms", f(self.extradisc_disconnect_ms));
         kv("extradisc_inter_disconnect_ms", f(self.extradisc_inter_ms));
         kv("extradisc_seek_delta_ms", f(self.extradisc_seek_delta_ms));
+        kv(
+            "extradisc_second_disconnect_ms",
+            f(self.extradisc_second_disconnect_ms),
+        );
+        kv("write_disconnect_ms", f(self.write_disconnect_ms));
+        kv(
+            "read_disconnect_after_read_ms",
+            f(self.read_disconnect_ms[0]),
+        );
+        kv(
+            "read_disconnect_after_write_ms",
+            f(self.read_disconnect_ms[1]),
+        );
         kv("min_seek_delay_ms", f(self.min_seek_delay_ms));
         kv("bus_read_ms_per_sector", f(self.bus_read_ms));
         kv("bus_write_ms_per_sector", f(self.bus_write_ms));
@@ -824,6 +849,8 @@ pub struct TableDisk {
     /// The mechanism is busy (background write) until then.
     mech_free: f64,
     last_write: bool,
+    /// One past the last block of the previous command, if it was a write.
+    last_write_end: Option<u64>,
     segs: Vec<Seg>,
     lru: u64,
     stream: Option<Stream>,
@@ -861,6 +888,7 @@ impl TableDisk {
             head: 0,
             mech_free: 0.0,
             last_write: false,
+            last_write_end: None,
             lru: 0,
             stream: None,
             queue: VecDeque::new(),
@@ -904,17 +932,23 @@ impl TableDisk {
 
     /// Move the head from (`cyl`, `head`) for sector at `pos`, from `t`.
     fn move_time(&self, cyl: u32, head: u32, pos: &Pos, write: bool) -> f64 {
-        if pos.cyl != cyl {
-            let s = self.p.seek.eval(pos.cyl.abs_diff(cyl));
-            if write {
-                (s + self.p.write_settle_ms).max(0.0)
-            } else {
-                s
-            }
-        } else if pos.head != head {
+        // Any repositioning (seek or head switch, whichever is longer) of a write
+        // is followed by the write settle.
+        let seek = if pos.cyl != cyl {
+            self.p.seek.eval(pos.cyl.abs_diff(cyl))
+        } else {
+            0.0
+        };
+        let hs = if pos.head != head {
             self.p.head_switch_ms
         } else {
             0.0
+        };
+        let m = seek.max(hs);
+        if write && m > 0.0 {
+            (m + self.p.write_settle_ms).max(0.0)
+        } else {
+            m
         }
     }
 
@@ -1067,8 +1101,14 @@ impl TableDisk {
         let after = self.last_write as usize;
         self.last_write = write;
         if write {
-            self.write(t, lbn, end, after)
+            // The HP drives' extra disconnect hits a write that follows a write
+            // without continuing it (DiskSim sets it only then).
+            let ewd = self.p.extra_write_disconnect
+                && self.last_write_end.is_some_and(|e| e != lbn);
+            self.last_write_end = Some(end);
+            self.write(t, lbn, end, after, ewd)
         } else {
+            self.last_write_end = None;
             self.read(t, lbn, end, after)
         }
     }
@@ -1278,14 +1318,14 @@ impl TableDisk {
         }
     }
 
-    fn write(&mut self, t: f64, lbn: u64, end: u64, after: usize) -> Served {
+    fn write(&mut self, t: f64, lbn: u64, end: u64, after: usize, ewd: bool) -> Served {
         let p = self.p.clone();
         let n = end - lbn;
         let bus = p.bus_write_ms;
         let fast = p.fast_write > 0;
         // A write needs the (single) write buffer: wait for a background write.
         let t = if fast { t.max(self.mech_free) } else { t };
-        let ohv = if p.extra_write_disconnect {
+        let ohv = if ewd {
             p.extradisc_command_ms
         } else if fast {
             p.write_hit_ms[after]
@@ -1293,7 +1333,7 @@ impl TableDisk {
             p.write_miss_ms[after]
         };
         let cmd_done = t + self.oh(p.per_request_ms + ohv);
-        let (bus_start, seek_start) = if p.extra_write_disconnect {
+        let (bus_start, seek_start) = if ewd {
             (
                 cmd_done
                     + self.oh(p.extradisc_disconnect_ms + p.extradisc_inter_ms + p.reselect_ms[0])
@@ -1304,15 +1344,30 @@ impl TableDisk {
             (cmd_done + self.oh(p.data_prep_ms), cmd_done)
         };
         self.stop_stream(cmd_done);
-        let sequential = self.segs.iter().any(|s| s.end == lbn && s.end > s.start);
+        // The minimum delay counts from the start of the seek; only a write that
+        // appends to a write the mechanism is still doing is exempt.
+        let start = seek_start.max(self.mech_free);
+        let sequential =
+            self.mech_free > seek_start && self.segs.iter().any(|s| s.end == lbn && s.end > s.start);
         let min_media = if sequential {
             0.0
         } else {
-            cmd_done + self.oh(p.min_seek_delay_ms)
+            start + self.oh(p.min_seek_delay_ms)
         };
-        let start = seek_start.max(self.mech_free);
         let mut times = Vec::with_capacity(n as usize);
-        let ready = |k: u64| (bus_start + (k + 1) as f64 * bus).max(min_media);
+        // The HP drives (those with the extra write disconnect) start writing only
+        // once the buffer holds min(n, 10) of the request's blocks, or 15 for
+        // requests of 45 blocks or more.
+        let first = if p.extra_write_disconnect {
+            if n < 45 {
+                n.min(10)
+            } else {
+                15
+            }
+        } else {
+            1
+        };
+        let ready = |k: u64| (bus_start + (k + 1).max(first) as f64 * bus).max(min_media);
         let (c, h) = self.media(start, self.cyl, self.head, lbn, n, true, &ready, &mut times);
         self.cyl = c;
         self.head = h;
@@ -1330,12 +1385,16 @@ impl TableDisk {
         let done = if fast {
             bus_start + n as f64 * bus + self.oh(p.write_complete_ms)
         } else {
-            let resel = if p.extra_write_disconnect {
-                p.reselect_ms[1]
+            // Once its data has crossed the bus the drive disconnects; it
+            // reselects for the completion when the media write is done and the
+            // disconnect is over.
+            let (disc, resel) = if ewd {
+                (p.extradisc_second_disconnect_ms, p.reselect_ms[1])
             } else {
-                p.reselect_ms[0]
+                (p.write_disconnect_ms, p.reselect_ms[0])
             };
-            media_done + self.oh(resel + p.write_complete_ms)
+            let bus_done = bus_start + n as f64 * bus;
+            media_done.max(bus_done + self.oh(disc)) + self.oh(resel + p.write_complete_ms)
         };
         Served {
             done_ms: done,
