@@ -1288,20 +1288,22 @@ impl TableDisk {
             b += self.oh(p.reselect_ms[0]);
         }
         let done_bus = if p.hold_bus_read {
+            // DiskSim's high water mark: a fraction of the request (rounded down,
+            // at least one block) or of the segment (rounded up).
             let wm = if p.water_by_request {
-                (p.read_water * n as f64).ceil() as usize
+                (p.read_water * n.min(p.segment_sectors as u64) as f64) as usize
             } else {
                 (p.read_water * p.segment_sectors as f64).ceil() as usize
             }
             .clamp(1, n as usize);
-            let mut start = b.max(
-                avail[wm - 1]
-                    + if waited {
-                        self.oh(p.reselect_ms[0])
-                    } else {
-                        0.0
-                    },
-            );
+            // A miss disconnects after its command; the drive reselects once the
+            // disconnect is over and the water mark is reached.
+            let mut start = if waited {
+                (cmd_done + self.oh(p.read_disconnect_ms[after])).max(avail[wm - 1])
+                    + self.oh(p.reselect_ms[0] + p.data_prep_ms)
+            } else {
+                b
+            };
             for (k, a) in avail.iter().enumerate() {
                 start = start.max(a - k as f64 * bus);
             }
