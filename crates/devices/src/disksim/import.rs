@@ -490,6 +490,7 @@ pub fn import(parv: &Path) -> Result<Imported, DiskSimError> {
         segments: d.int("Number of buffer segments", 1, 4096)? as u32,
         segment_sectors: d.int("Segment size (in blks)", 1, 1 << 24)? as u32,
         read_cache: d.int("Enable caching in buffer", 0, 2)? != 0,
+        separate_write_segment: d.flag("Use separate write segment")?,
         read_ahead_mode: d.int("Buffer continuous read", 0, 4)? as u32,
         max_read_ahead: d.int("Maximum read-ahead (blks)", 0, 1 << 24)? as u32,
         read_ahead_over_requested: d.int("Read-ahead over requested", -1, 1)? == 1,

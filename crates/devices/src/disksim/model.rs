@@ -205,6 +205,8 @@ pub struct TableParams {
     pub segment_sectors: u32,
     /// Cache enabled for reads.
     pub read_cache: bool,
+    /// One segment is reserved for write data.
+    pub separate_write_segment: bool,
     /// Read-ahead: 0 none, 1 track end, 2 cylinder end, 3 segment full, 4 next track end.
     pub read_ahead_mode: u32,
     /// Maximum read-ahead, sectors.
@@ -379,6 +381,7 @@ impl TableParams {
             segments: d.int("cache_segments", 1, 4096)? as u32,
             segment_sectors: d.int("segment_sectors", 1, 1 << 24)? as u32,
             read_cache: d.bool("read_cache")?,
+            separate_write_segment: d.bool("separate_write_segment")?,
             read_ahead_mode: d.int("read_ahead_mode", 0, 4)? as u32,
             max_read_ahead: d.int("max_read_ahead_sectors", 0, 1 << 24)? as u32,
             read_ahead_over_requested: d.bool("read_ahead_over_requested")?,
@@ -525,6 +528,10 @@ impl TableParams {
         kv("cache_segments", self.segments.to_string());
         kv("segment_sectors", self.segment_sectors.to_string());
         kv("read_cache", self.read_cache.to_string());
+        kv(
+            "separate_write_segment",
+            self.separate_write_segment.to_string(),
+        );
         kv("read_ahead_mode", self.read_ahead_mode.to_string());
         kv("max_read_ahead_sectors", self.max_read_ahead.to_string());
         kv(
@@ -1075,7 +1082,22 @@ impl TableDisk {
         }
     }
 
-    fn lru_seg(&self) -> usize {
+    /// The least recently used segment for a read, or the segment for a write
+    /// (with a separate write segment, segment 0 holds writes and only writes).
+    fn lru_seg(&self, write: bool) -> usize {
+        if self.p.separate_write_segment && self.segs.len() > 1 {
+            if write {
+                return 0;
+            }
+            return self
+                .segs
+                .iter()
+                .enumerate()
+                .skip(1)
+                .min_by_key(|(_, s)| s.lru)
+                .map(|(i, _)| i)
+                .unwrap_or(1);
+        }
         self.segs
             .iter()
             .enumerate()
@@ -1259,7 +1281,7 @@ impl TableDisk {
                 )
             };
             avail = times[..n as usize].to_vec();
-            let i = self.lru_seg();
+            let i = self.lru_seg(false);
             self.invalidate(lbn, limit);
             self.lru += 1;
             self.segs[i] = Seg {
@@ -1377,7 +1399,7 @@ impl TableDisk {
         self.mech_free = media_done;
         // The written data stays in a segment, readable.
         self.invalidate(lbn, end);
-        let i = self.lru_seg();
+        let i = self.lru_seg(true);
         self.lru += 1;
         self.segs[i] = Seg {
             start: lbn,
