@@ -14,9 +14,11 @@
 //!   read (written) when it passes under the head after the head has arrived (and,
 //!   for writes, after its data has crossed the bus).
 //! * **Controller**: command overheads by read/write × cache hit/miss × previous
-//!   command, data preparation, completion, reselection and the "extra write
-//!   disconnect" overheads of the HP drives, the minimum delay before a
-//!   non-sequential write reaches the media, and a bus moving one sector per
+//!   command, data preparation, completion, reselection, read and write disconnect
+//!   overheads, the "extra write disconnect" of the HP drives (a non-sequential write
+//!   after a write disconnects after its command and is reselected for its data; the
+//!   media write waits for min(n, 10) blocks, 15 from 45 on, in the buffer), the
+//!   minimum delay before a write reaches the media, and a bus moving one sector per
 //!   `bus_*_ms_per_sector`; reads either stream over the bus as sectors come off the
 //!   media, or (hold bus) wait for the high water mark and then send the whole request.
 //! * **Cache**: `cache_segments` segments of `segment_sectors`; after a read the drive
@@ -1125,8 +1127,8 @@ impl TableDisk {
         if write {
             // The HP drives' extra disconnect hits a write that follows a write
             // without continuing it (DiskSim sets it only then).
-            let ewd = self.p.extra_write_disconnect
-                && self.last_write_end.is_some_and(|e| e != lbn);
+            let ewd =
+                self.p.extra_write_disconnect && self.last_write_end.is_some_and(|e| e != lbn);
             self.last_write_end = Some(end);
             self.write(t, lbn, end, after, ewd)
         } else {
@@ -1371,8 +1373,8 @@ impl TableDisk {
         // The minimum delay counts from the start of the seek; only a write that
         // appends to a write the mechanism is still doing is exempt.
         let start = seek_start.max(self.mech_free);
-        let sequential =
-            self.mech_free > seek_start && self.segs.iter().any(|s| s.end == lbn && s.end > s.start);
+        let sequential = self.mech_free > seek_start
+            && self.segs.iter().any(|s| s.end == lbn && s.end > s.start);
         let min_media = if sequential {
             0.0
         } else {
