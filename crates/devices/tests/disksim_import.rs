@@ -42,6 +42,11 @@ const SPECS: &str = "disksim_disk T {
    Extradisc inter-disconnect delay = 0.0,
    Extradisc seek delta = 0.0,
    Minimum seek delay = 0.0,
+   Extradisc 2nd disconnect overhead = 0.0,
+   Write disconnect overhead = 0.0,
+   Read disconnect afterread = 0.0,
+   Read disconnect afterwrite = 0.0,
+   Use separate write segment = 0,
    Never disconnect = 0
 }
 ";

@@ -14,9 +14,11 @@
 //!   read (written) when it passes under the head after the head has arrived (and,
 //!   for writes, after its data has crossed the bus).
 //! * **Controller**: command overheads by read/write × cache hit/miss × previous
-//!   command, data preparation, completion, reselection and the "extra write
-//!   disconnect" overheads of the HP drives, the minimum delay before a
-//!   non-sequential write reaches the media, and a bus moving one sector per
+//!   command, data preparation, completion, reselection, read and write disconnect
+//!   overheads, the "extra write disconnect" of the HP drives (a non-sequential write
+//!   after a write disconnects after its command and is reselected for its data; the
+//!   media write waits for min(n, 10) blocks, 15 from 45 on, in the buffer), the
+//!   minimum delay before a write reaches the media, and a bus moving one sector per
 //!   `bus_*_ms_per_sector`; reads either stream over the bus as sectors come off the
 //!   media, or (hold bus) wait for the high water mark and then send the whole request.
 //! * **Cache**: `cache_segments` segments of `segment_sectors`; after a read the drive
@@ -181,6 +183,12 @@ pub struct TableParams {
     pub extradisc_inter_ms: f64,
     /// Extra-disconnect delay before the seek starts, ms.
     pub extradisc_seek_delta_ms: f64,
+    /// Extra-disconnect second disconnect (after the data moved), ms.
+    pub extradisc_second_disconnect_ms: f64,
+    /// Disconnect after a write's data moved (write-through), ms.
+    pub write_disconnect_ms: f64,
+    /// Disconnect after a read miss's command, after a read / after a write, ms.
+    pub read_disconnect_ms: [f64; 2],
     /// Minimum delay before a non-sequential write reaches the media, ms.
     pub min_seek_delay_ms: f64,
     /// Bus time per sector for reads, ms.
@@ -199,6 +207,8 @@ pub struct TableParams {
     pub segment_sectors: u32,
     /// Cache enabled for reads.
     pub read_cache: bool,
+    /// One segment is reserved for write data.
+    pub separate_write_segment: bool,
     /// Read-ahead: 0 none, 1 track end, 2 cylinder end, 3 segment full, 4 next track end.
     pub read_ahead_mode: u32,
     /// Maximum read-ahead, sectors.
@@ -358,6 +368,12 @@ impl TableParams {
             extradisc_disconnect_ms: d.nonneg("extradisc_disconnect_ms")?,
             extradisc_inter_ms: d.nonneg("extradisc_inter_disconnect_ms")?,
             extradisc_seek_delta_ms: d.nonneg("extradisc_seek_delta_ms")?,
+            extradisc_second_disconnect_ms: d.nonneg("extradisc_second_disconnect_ms")?,
+            write_disconnect_ms: d.nonneg("write_disconnect_ms")?,
+            read_disconnect_ms: [
+                d.nonneg("read_disconnect_after_read_ms")?,
+                d.nonneg("read_disconnect_after_write_ms")?,
+            ],
             min_seek_delay_ms: d.nonneg("min_seek_delay_ms")?,
             bus_read_ms: d.nonneg("bus_read_ms_per_sector")?,
             bus_write_ms: d.nonneg("bus_write_ms_per_sector")?,
@@ -367,6 +383,7 @@ impl TableParams {
             segments: d.int("cache_segments", 1, 4096)? as u32,
             segment_sectors: d.int("segment_sectors", 1, 1 << 24)? as u32,
             read_cache: d.bool("read_cache")?,
+            separate_write_segment: d.bool("separate_write_segment")?,
             read_ahead_mode: d.int("read_ahead_mode", 0, 4)? as u32,
             max_read_ahead: d.int("max_read_ahead_sectors", 0, 1 << 24)? as u32,
             read_ahead_over_requested: d.bool("read_ahead_over_requested")?,
@@ -491,6 +508,19 @@ impl TableParams {
         kv("extradisc_disconnect_ms", f(self.extradisc_disconnect_ms));
         kv("extradisc_inter_disconnect_ms", f(self.extradisc_inter_ms));
         kv("extradisc_seek_delta_ms", f(self.extradisc_seek_delta_ms));
+        kv(
+            "extradisc_second_disconnect_ms",
+            f(self.extradisc_second_disconnect_ms),
+        );
+        kv("write_disconnect_ms", f(self.write_disconnect_ms));
+        kv(
+            "read_disconnect_after_read_ms",
+            f(self.read_disconnect_ms[0]),
+        );
+        kv(
+            "read_disconnect_after_write_ms",
+            f(self.read_disconnect_ms[1]),
+        );
         kv("min_seek_delay_ms", f(self.min_seek_delay_ms));
         kv("bus_read_ms_per_sector", f(self.bus_read_ms));
         kv("bus_write_ms_per_sector", f(self.bus_write_ms));
@@ -500,6 +530,10 @@ impl TableParams {
         kv("cache_segments", self.segments.to_string());
         kv("segment_sectors", self.segment_sectors.to_string());
         kv("read_cache", self.read_cache.to_string());
+        kv(
+            "separate_write_segment",
+            self.separate_write_segment.to_string(),
+        );
         kv("read_ahead_mode", self.read_ahead_mode.to_string());
         kv("max_read_ahead_sectors", self.max_read_ahead.to_string());
         kv(
@@ -824,6 +858,8 @@ pub struct TableDisk {
     /// The mechanism is busy (background write) until then.
     mech_free: f64,
     last_write: bool,
+    /// One past the last block of the previous command, if it was a write.
+    last_write_end: Option<u64>,
     segs: Vec<Seg>,
     lru: u64,
     stream: Option<Stream>,
@@ -861,6 +897,7 @@ impl TableDisk {
             head: 0,
             mech_free: 0.0,
             last_write: false,
+            last_write_end: None,
             lru: 0,
             stream: None,
             queue: VecDeque::new(),
@@ -904,17 +941,23 @@ impl TableDisk {
 
     /// Move the head from (`cyl`, `head`) for sector at `pos`, from `t`.
     fn move_time(&self, cyl: u32, head: u32, pos: &Pos, write: bool) -> f64 {
-        if pos.cyl != cyl {
-            let s = self.p.seek.eval(pos.cyl.abs_diff(cyl));
-            if write {
-                (s + self.p.write_settle_ms).max(0.0)
-            } else {
-                s
-            }
-        } else if pos.head != head {
+        // Any repositioning (seek or head switch, whichever is longer) of a write
+        // is followed by the write settle.
+        let seek = if pos.cyl != cyl {
+            self.p.seek.eval(pos.cyl.abs_diff(cyl))
+        } else {
+            0.0
+        };
+        let hs = if pos.head != head {
             self.p.head_switch_ms
         } else {
             0.0
+        };
+        let m = seek.max(hs);
+        if write && m > 0.0 {
+            (m + self.p.write_settle_ms).max(0.0)
+        } else {
+            m
         }
     }
 
@@ -1041,7 +1084,22 @@ impl TableDisk {
         }
     }
 
-    fn lru_seg(&self) -> usize {
+    /// The least recently used segment for a read, or the segment for a write
+    /// (with a separate write segment, segment 0 holds writes and only writes).
+    fn lru_seg(&self, write: bool) -> usize {
+        if self.p.separate_write_segment && self.segs.len() > 1 {
+            if write {
+                return 0;
+            }
+            return self
+                .segs
+                .iter()
+                .enumerate()
+                .skip(1)
+                .min_by_key(|(_, s)| s.lru)
+                .map(|(i, _)| i)
+                .unwrap_or(1);
+        }
         self.segs
             .iter()
             .enumerate()
@@ -1067,8 +1125,14 @@ impl TableDisk {
         let after = self.last_write as usize;
         self.last_write = write;
         if write {
-            self.write(t, lbn, end, after)
+            // The HP drives' extra disconnect hits a write that follows a write
+            // without continuing it (DiskSim sets it only then).
+            let ewd =
+                self.p.extra_write_disconnect && self.last_write_end.is_some_and(|e| e != lbn);
+            self.last_write_end = Some(end);
+            self.write(t, lbn, end, after, ewd)
         } else {
+            self.last_write_end = None;
             self.read(t, lbn, end, after)
         }
     }
@@ -1219,7 +1283,7 @@ impl TableDisk {
                 )
             };
             avail = times[..n as usize].to_vec();
-            let i = self.lru_seg();
+            let i = self.lru_seg(false);
             self.invalidate(lbn, limit);
             self.lru += 1;
             self.segs[i] = Seg {
@@ -1248,20 +1312,22 @@ impl TableDisk {
             b += self.oh(p.reselect_ms[0]);
         }
         let done_bus = if p.hold_bus_read {
+            // DiskSim's high water mark: a fraction of the request (rounded down,
+            // at least one block) or of the segment (rounded up).
             let wm = if p.water_by_request {
-                (p.read_water * n as f64).ceil() as usize
+                (p.read_water * n.min(p.segment_sectors as u64) as f64) as usize
             } else {
                 (p.read_water * p.segment_sectors as f64).ceil() as usize
             }
             .clamp(1, n as usize);
-            let mut start = b.max(
-                avail[wm - 1]
-                    + if waited {
-                        self.oh(p.reselect_ms[0])
-                    } else {
-                        0.0
-                    },
-            );
+            // A miss disconnects after its command; the drive reselects once the
+            // disconnect is over and the water mark is reached.
+            let mut start = if waited {
+                (cmd_done + self.oh(p.read_disconnect_ms[after])).max(avail[wm - 1])
+                    + self.oh(p.reselect_ms[0] + p.data_prep_ms)
+            } else {
+                b
+            };
             for (k, a) in avail.iter().enumerate() {
                 start = start.max(a - k as f64 * bus);
             }
@@ -1278,14 +1344,14 @@ impl TableDisk {
         }
     }
 
-    fn write(&mut self, t: f64, lbn: u64, end: u64, after: usize) -> Served {
+    fn write(&mut self, t: f64, lbn: u64, end: u64, after: usize, ewd: bool) -> Served {
         let p = self.p.clone();
         let n = end - lbn;
         let bus = p.bus_write_ms;
         let fast = p.fast_write > 0;
         // A write needs the (single) write buffer: wait for a background write.
         let t = if fast { t.max(self.mech_free) } else { t };
-        let ohv = if p.extra_write_disconnect {
+        let ohv = if ewd {
             p.extradisc_command_ms
         } else if fast {
             p.write_hit_ms[after]
@@ -1293,7 +1359,7 @@ impl TableDisk {
             p.write_miss_ms[after]
         };
         let cmd_done = t + self.oh(p.per_request_ms + ohv);
-        let (bus_start, seek_start) = if p.extra_write_disconnect {
+        let (bus_start, seek_start) = if ewd {
             (
                 cmd_done
                     + self.oh(p.extradisc_disconnect_ms + p.extradisc_inter_ms + p.reselect_ms[0])
@@ -1304,15 +1370,30 @@ impl TableDisk {
             (cmd_done + self.oh(p.data_prep_ms), cmd_done)
         };
         self.stop_stream(cmd_done);
-        let sequential = self.segs.iter().any(|s| s.end == lbn && s.end > s.start);
+        // The minimum delay counts from the start of the seek; only a write that
+        // appends to a write the mechanism is still doing is exempt.
+        let start = seek_start.max(self.mech_free);
+        let sequential = self.mech_free > seek_start
+            && self.segs.iter().any(|s| s.end == lbn && s.end > s.start);
         let min_media = if sequential {
             0.0
         } else {
-            cmd_done + self.oh(p.min_seek_delay_ms)
+            start + self.oh(p.min_seek_delay_ms)
         };
-        let start = seek_start.max(self.mech_free);
         let mut times = Vec::with_capacity(n as usize);
-        let ready = |k: u64| (bus_start + (k + 1) as f64 * bus).max(min_media);
+        // The HP drives (those with the extra write disconnect) start writing only
+        // once the buffer holds min(n, 10) of the request's blocks, or 15 for
+        // requests of 45 blocks or more.
+        let first = if p.extra_write_disconnect {
+            if n < 45 {
+                n.min(10)
+            } else {
+                15
+            }
+        } else {
+            1
+        };
+        let ready = |k: u64| (bus_start + (k + 1).max(first) as f64 * bus).max(min_media);
         let (c, h) = self.media(start, self.cyl, self.head, lbn, n, true, &ready, &mut times);
         self.cyl = c;
         self.head = h;
@@ -1320,7 +1401,7 @@ impl TableDisk {
         self.mech_free = media_done;
         // The written data stays in a segment, readable.
         self.invalidate(lbn, end);
-        let i = self.lru_seg();
+        let i = self.lru_seg(true);
         self.lru += 1;
         self.segs[i] = Seg {
             start: lbn,
@@ -1330,12 +1411,16 @@ impl TableDisk {
         let done = if fast {
             bus_start + n as f64 * bus + self.oh(p.write_complete_ms)
         } else {
-            let resel = if p.extra_write_disconnect {
-                p.reselect_ms[1]
+            // Once its data has crossed the bus the drive disconnects; it
+            // reselects for the completion when the media write is done and the
+            // disconnect is over.
+            let (disc, resel) = if ewd {
+                (p.extradisc_second_disconnect_ms, p.reselect_ms[1])
             } else {
-                p.reselect_ms[0]
+                (p.write_disconnect_ms, p.reselect_ms[0])
             };
-            media_done + self.oh(resel + p.write_complete_ms)
+            let bus_done = bus_start + n as f64 * bus;
+            media_done.max(bus_done + self.oh(disc)) + self.oh(resel + p.write_complete_ms)
         };
         Served {
             done_ms: done,
