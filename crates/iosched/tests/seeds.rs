@@ -21,8 +21,8 @@ fn shortened(file: &str, edits: &[(&str, &str)]) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// `iosched compare FILE ARGS --output-format json`: (variant, read IOPS, write IOPS).
-fn compare(file: &str, args: &[&str]) -> Vec<(String, f64, f64)> {
+/// `iosched compare FILE ARGS --output-format json`: its rows.
+fn compare_json(file: &str, args: &[&str]) -> Vec<serde_json::Value> {
     let out = Command::new(env!("CARGO_BIN_EXE_iosched"))
         .arg("compare")
         .arg(file)
@@ -37,8 +37,12 @@ fn compare(file: &str, args: &[&str]) -> Vec<(String, f64, f64)> {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v.as_array()
-        .unwrap()
+    v.as_array().unwrap().clone()
+}
+
+/// [`compare_json`] reduced to (variant, read IOPS, write IOPS).
+fn compare(file: &str, args: &[&str]) -> Vec<(String, f64, f64)> {
+    compare_json(file, args)
         .iter()
         .map(|r| {
             (
@@ -184,28 +188,23 @@ fn seed2_flush_at_head_merges_more_flushes() {
 fn seed1_kyber_mainline_merges_and_is_faster_on_sequential_reads() {
     let run = |file: &str| {
         let f = shortened(file, &[("size=256m", "size=16m")]);
-        let out = Command::new(env!("CARGO_BIN_EXE_iosched"))
-            .args(["compare", &f, "--device", "nvme-600p-128g-trimmed"])
-            .args(["--vary", "kyber.variant=pre-4.18,mainline"])
-            .args(["--output-format", "json"])
-            .output()
-            .expect("run iosched");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r["read"]["bw_bytes"].as_f64().unwrap(),
-                    r["read_merges"].as_u64().unwrap(),
-                )
-            })
-            .collect::<Vec<_>>()
+        compare_json(
+            &f,
+            &[
+                "--device",
+                "nvme-600p-128g-trimmed",
+                "--vary",
+                "kyber.variant=pre-4.18,mainline",
+            ],
+        )
+        .iter()
+        .map(|r| {
+            (
+                r["read"]["bw_bytes"].as_f64().unwrap(),
+                r["read_merges"].as_u64().unwrap(),
+            )
+        })
+        .collect::<Vec<_>>()
     };
     let seq = run("1-kyber-merging.fio");
     let (before, after) = (seq[0], seq[1]);
