@@ -115,6 +115,15 @@ pub struct Job {
     synced_at: u64,
     sync_inflight: bool,
     end_sync_issued: bool,
+    /// Completions the thread waits for in one `io_getevents` (fio's
+    /// `iodepth_batch_complete_min`; 0 = 1).
+    reap_min: u32,
+    /// Completions it takes at most in one `io_getevents` (fio's
+    /// `iodepth_batch_complete_max` after its fixup: at least `reap_min`).
+    reap_max: u32,
+    /// Completed I/O units the thread has not reaped yet: free in the kernel,
+    /// not yet back on fio's free list.
+    unreaped: u32,
 }
 
 /// Owner token of a bio: job index and I/O unit.
@@ -166,6 +175,9 @@ impl Job {
             synced_at: 0,
             sync_inflight: false,
             end_sync_issued: false,
+            reap_min: 1,
+            reap_max: 1,
+            unreaped: 0,
             cfg,
             start: Ns::ZERO,
             started: false,
@@ -179,14 +191,51 @@ impl Job {
         }
     }
 
-    /// Whether the job may submit another I/O now: started, not stopping, an I/O
-    /// unit free, not blocked in an fsync and no fsync due first.
+    /// Whether the job may submit another I/O now: started, not stopping, a reaped
+    /// I/O unit free, not blocked in an fsync and no fsync due first.
     pub fn can_submit(&self) -> bool {
         self.started
             && !self.stopping
-            && !self.free_units.is_empty()
+            && self.reaped_free() > 0
             && !self.sync_inflight
             && !self.sync_due()
+    }
+
+    /// Free I/O units the thread holds (reaped; fio's `io_u_freelist`).
+    pub fn reaped_free(&self) -> u32 {
+        self.free_units.len() as u32 - self.unreaped
+    }
+
+    /// Set how many completions one `io_getevents` waits for and takes at most
+    /// (fio's `iodepth_batch_complete_min` / `_max`, after fio's fixup).
+    pub fn set_reaping(&mut self, min: u32, max: u32) {
+        self.reap_min = min;
+        self.reap_max = max.max(min);
+    }
+
+    /// The thread reaps, if fio would now: only when its queue is full (no free
+    /// I/O unit on its list: `do_io` → `wait_for_completions`), and only once
+    /// `min_evts = min(iodepth_batch_complete_min, cur_depth)` completions have
+    /// been posted (it would block in `io_getevents` otherwise); it takes what has
+    /// been posted, up to `iodepth_batch_complete_max` (`td_io_getevents` caps it
+    /// at `cur_depth` and raises it to `min_evts`). `wait_for_completions` loops
+    /// while `cur_depth > iodepth_low`, which (fio's default `iodepth_low` =
+    /// `iodepth`) ends after the first call. Returns the completions reaped.
+    pub fn reap(&mut self) -> u32 {
+        if self.unreaped == 0 || self.reaped_free() > 0 {
+            return 0;
+        }
+        // fio's cur_depth: I/O units not back on its free list (the fsync, issued
+        // apart, not counted).
+        let cur_depth = self.inflight - self.sync_inflight as u32 + self.unreaped;
+        let min_evts = self.reap_min.min(cur_depth).max(1);
+        if self.unreaped < min_evts {
+            return 0;
+        }
+        let max_evts = self.reap_max.min(cur_depth).max(min_evts);
+        let r = self.unreaped.min(max_evts);
+        self.unreaped -= r;
+        r
     }
 
     /// An fsync is due (fio's `get_rw_ddir`: every `fsync_blocks` writes issued).
@@ -282,6 +331,9 @@ impl Job {
             self.stopping = true;
             return None;
         }
+        if self.reaped_free() == 0 {
+            return None;
+        }
         let unit = self.free_units.pop()?;
         let dir = self.next_dir();
         let bs = self.cfg.bs[dir.idx()];
@@ -337,6 +389,7 @@ impl Job {
             return None;
         }
         self.free_units.push(unit);
+        self.unreaped += 1;
         Some(IoDone {
             dir: if u.dir == 0 { Dir::Read } else { Dir::Write },
             bytes: u.bytes as u64,

@@ -522,7 +522,20 @@ pub fn run(
     let device = opts.device.build();
     let n = plan.clones.len();
     let async_engine = plan.clones.iter().map(|c| c.async_engine).collect();
-    let sim = Simulation::new(&plan.sim, device, plan.clones.clone())?;
+    let mut sim = Simulation::new(&plan.sim, device, plan.clones.clone())?;
+    // How each clone reaps completions (fio's `iodepth_batch_complete_min` /
+    // `_max`); a synchronous engine completes each I/O in its system call.
+    for r in &plan.jobs {
+        if r.spec.ioengine.is_async() {
+            for c in r.clones.clone() {
+                sim.set_reaping(
+                    c,
+                    r.spec.iodepth_batch_complete_min,
+                    r.spec.iodepth_batch_complete_max,
+                );
+            }
+        }
+    }
     let tunables: Vec<(String, String)> = sim
         .elevator()
         .tunables()

@@ -202,6 +202,14 @@ impl Simulation {
         })
     }
 
+    /// Set how clone `j` reaps completions: `min` = fio's
+    /// `iodepth_batch_complete_min` (completions one `io_getevents` waits for),
+    /// `max` = `iodepth_batch_complete_max` (most it takes). Both default to 1, as
+    /// in fio.
+    pub fn set_reaping(&mut self, j: usize, min: u32, max: u32) {
+        self.jobs[j].set_reaping(min, max);
+    }
+
     /// The scheduler in use.
     pub fn elevator(&self) -> &dyn Elevator {
         self.queue.elevator()
@@ -331,9 +339,20 @@ impl Simulation {
     /// I/Os go down `batch_submit` at a time (fio's `iodepth_batch_submit`), under a
     /// plug when the engine plugs batches of more than two; an fsync is issued on
     /// its own once the I/Os before it are submitted.
+    ///
+    /// The thread submits only I/O units it has reaped ([`Job::reap`]): a
+    /// completion is posted to it at once, but it takes it only when fio would —
+    /// its queue full, at least `iodepth_batch_complete_min` posted, at most
+    /// `iodepth_batch_complete_max` taken — and not while it is busy submitting.
+    /// With fio's defaults (1 and 1) it thus resubmits one I/O per completion
+    /// after the first fill of the queue, whatever `iodepth_batch_submit` is.
     fn fill(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         if self.jobs[j].cfg.submit_cost_ns == 0 {
+            self.jobs[j].reap();
             self.fill_now(j, now, usize::MAX, obs);
+            while self.jobs[j].reap() > 0 {
+                self.fill_now(j, now, usize::MAX, obs);
+            }
         } else {
             self.schedule_cpu(j, now);
         }
@@ -355,13 +374,18 @@ impl Simulation {
         if self.jobs[j].started {
             self.jobs[j].stop_if_done();
         }
+        if self.jobs[j].cpu_pending {
+            return;
+        }
+        // Between two submissions fio reaps, if its queue is full
+        // (`wait_for_completions`); completions posted while it was busy wait.
+        self.jobs[j].reap();
         let job = &self.jobs[j];
-        if job.cpu_pending || !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
+        if !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
             return;
         }
         let n = if job.can_submit() {
-            self.ios_per_call(j)
-                .min((job.cfg.depth.saturating_sub(job.inflight)).max(1) as usize)
+            self.ios_per_call(j).min(job.reaped_free().max(1) as usize)
         } else {
             1
         };

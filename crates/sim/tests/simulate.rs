@@ -328,3 +328,38 @@ fn none_is_fair_across_cpus_and_hardware_queues() {
     let total: u64 = c.per_job.iter().sum();
     assert!(total > 15_000, "{total}");
 }
+
+/// fio's reaping decides what a batched libaio job merges (sequential 4 KiB writes,
+/// iodepth 32, `iodepth_batch_submit=16`, plugged, 2 µs per submitted I/O): with the
+/// defaults (`iodepth_batch_complete_min` = `_max` = 1) only the first fill of the
+/// queue goes down in batches, and afterwards the thread reaps one completion and
+/// submits one I/O at a time; waiting for 16 completions gives a batch of 16 every
+/// time; taking whatever has been posted (min 1, max 32) lies in between: the thread
+/// wakes on the first completion posted and takes it alone, and takes those posted
+/// while it was submitting together.
+#[test]
+fn reaping_decides_batch_merges() {
+    let run = |reap: Option<(u32, u32)>| {
+        let mut j = job(RwMode::Write, 32, 2048 * 4096);
+        j.batch_submit = 16;
+        j.plugs = true;
+        j.submit_cost_ns = 2_000;
+        let mut sim = Simulation::new(&SimConfig::default(), ideal(), vec![j]).unwrap();
+        if let Some((min, max)) = reap {
+            sim.set_reaping(0, min, max);
+        }
+        let mut c = Count::default();
+        let s = sim.run(&mut c);
+        assert_eq!(c.ios, [0, 2048]);
+        assert_eq!(s.disk.merges[1] + s.disk.ios[1], 2048);
+        s.disk.merges[1]
+    };
+    // First fill only: 2 batches of 16, 15 merges each.
+    assert_eq!(run(None), 30);
+    assert_eq!(run(Some((1, 1))), 30);
+    // Every batch: 128 x 15.
+    assert_eq!(run(Some((16, 16))), 1920);
+    let greedy = run(Some((1, 32)));
+    eprintln!("min 1, max 32: {greedy} merges");
+    assert!(greedy > 30 && greedy < 1920, "{greedy}");
+}
