@@ -410,3 +410,22 @@ fn run_draws_latency_cdf() {
     assert!(chart.starts_with("<svg") && chart.contains("clat"));
     std::fs::remove_file(svg).ok();
 }
+
+#[test]
+fn flushes_are_reported_beside_fio_disk_stats() {
+    let f = job_file(
+        "fsync.fio",
+        "[w]\nioengine=psync\ndirect=1\nrw=randwrite\nbs=4k\nsize=1m\nfsync=1\nnumber_ios=64\n",
+    );
+    let o = iosched(&["run", &f, "--device", "ssd-sata", "--output-format=json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // One job, one write at a time, an fsync after each: nothing to share a flush with.
+    assert_eq!(v["iosched"]["flush_ios"], 64);
+    let o = iosched(&["run", &f, "--device", "ssd-sata"]);
+    assert!(stdout(&o).contains("flush_ios=64"), "{}", stdout(&o));
+    // A device without a volatile cache gets no flushes at all.
+    let o = iosched(&["run", &f, "--device", "ideal", "--output-format=json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["iosched"]["flush_ios"], 0);
+}

@@ -673,6 +673,15 @@ pub fn run(
             100.0 * d.io_ticks_ns as f64 / summary.end.0 as f64
         },
     });
+    if d.flush_ios > 0 {
+        // fio's disk stats have no flush fields; /proc/diskstats does (since v5.5).
+        report.footer.push(format!(
+            "Disk flushes (/proc/diskstats): {}: flush_ios={}, flush_ticks={}",
+            plan.disk_name,
+            d.flush_ios,
+            d.flush_ticks_ns / 1_000_000
+        ));
+    }
     if !summary.sched_stats.is_empty() {
         report.footer.push(format!(
             "Scheduler statistics ({}, as in /sys/kernel/debug/block/{}/sched/):",
@@ -691,6 +700,8 @@ pub fn run(
         "seed": opts.seed,
         "simulated_ns": summary.end.0,
         "requests": summary.requests,
+        "flush_ios": summary.disk.flush_ios,
+        "flush_ticks": summary.disk.flush_ticks_ns / 1_000_000,
         "ignored_options": input.ignored,
         "scheduler_stats": summary.sched_stats.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
     }));
