@@ -23,6 +23,7 @@
 //! | `finish_request` | [`Elevator::finish_request`] |
 //! | sysfs `iosched/` attributes | [`Elevator::tunables`], [`Elevator::get_tunable`], [`Elevator::set_tunable`] |
 
+pub mod bfq;
 pub mod kyber;
 pub mod mq_deadline;
 pub mod none;

@@ -1,0 +1,174 @@
+//! `struct bfq_queue` and `struct bfq_io_cq` (the per-process context), plus the
+//! per-request side data (`rq->elv.priv`, `rq->fifo_time`).
+
+use crate::request::RqId;
+use crate::types::{IoClass, IoPrio, Ns};
+use std::collections::{BTreeSet, VecDeque};
+
+use super::wf2q::{CLASS_BE, CLASS_IDLE, CLASS_RT};
+
+/// Index of a `bfq_queue` (and of its entity).
+pub type QueueId = usize;
+
+/// `BFQ_WEIGHT_CONVERSION_COEFF`.
+pub const BFQ_WEIGHT_CONVERSION_COEFF: u32 = 10;
+/// `IOPRIO_NR_LEVELS` (`IOPRIO_BE_NR`).
+pub const IOPRIO_NR_LEVELS: u8 = 8;
+/// `IOPRIO_NORM` / `BFQ_DEFAULT_QUEUE_IOPRIO`: the level of a nice-0 task.
+pub const IOPRIO_NORM: u8 = 4;
+
+/// `bfq_ioprio_to_weight`: `(IOPRIO_NR_LEVELS - ioprio) * 10`.
+pub fn ioprio_to_weight(ioprio: u8) -> u32 {
+    (IOPRIO_NR_LEVELS.saturating_sub(ioprio)) as u32 * BFQ_WEIGHT_CONVERSION_COEFF
+}
+
+/// `bfq_set_next_ioprio_data`, the class/level part: class NONE inherits from the
+/// CPU nice value (`task_nice_ioprio`/`task_nice_ioclass`), modelled as nice 0 →
+/// BE level 4; IDLE is forced to level 7; levels ≥ 8 are clamped. Returns
+/// `(class index, level)`.
+pub fn effective_ioprio(p: IoPrio) -> (usize, u8) {
+    let (c, l) = match p.class {
+        IoClass::None => (CLASS_BE, IOPRIO_NORM),
+        IoClass::Rt => (CLASS_RT, p.level),
+        IoClass::Be => (CLASS_BE, p.level),
+        IoClass::Idle => (CLASS_IDLE, 7),
+    };
+    (c, l.min(IOPRIO_NR_LEVELS))
+}
+
+/// Think-time statistics (`struct bfq_ttime`).
+#[derive(Clone, Debug, Default)]
+pub struct Ttime {
+    /// `last_end_request` (ns).
+    pub last_end_request: Ns,
+    /// `ttime_total`.
+    pub total: u64,
+    /// `ttime_samples`.
+    pub samples: u64,
+    /// `ttime_mean` (ns).
+    pub mean: u64,
+}
+
+/// `struct bfq_queue` (without its entity, which lives in [`super::wf2q::Wf2q`]).
+#[derive(Clone, Debug)]
+pub struct BfqQueue {
+    /// `BFQQF_sync`.
+    pub sync: bool,
+    /// Process that created it (`bfqq->pid`).
+    pub pid: u32,
+    /// `ioprio` (level).
+    pub ioprio: u8,
+    /// Requests sorted by sector (`sort_list`); the second key keeps equal sectors
+    /// in insertion order, to the right as `elv_rb_add` puts them.
+    pub sort: BTreeSet<(u64, u64, RqId)>,
+    /// FIFO in arrival order (`bfqq->fifo`).
+    pub fifo: VecDeque<RqId>,
+    /// `next_rq`.
+    pub next_rq: Option<RqId>,
+    /// `queued[async, sync]`.
+    pub queued: [u32; 2],
+    /// `dispatched`: requests dispatched and not completed.
+    pub dispatched: u32,
+    /// `max_budget` (sectors).
+    pub max_budget: i64,
+    /// `budget_timeout` (jiffies; overloaded as in the kernel).
+    pub budget_timeout: u64,
+    /// `BFQQF_busy`.
+    pub busy: bool,
+    /// `BFQQF_wait_request`.
+    pub wait_request: bool,
+    /// `BFQQF_non_blocking_wait_rq`.
+    pub non_blocking_wait_rq: bool,
+    /// `BFQQF_fifo_expire`.
+    pub fifo_expire: bool,
+    /// `BFQQF_has_short_ttime`.
+    pub has_short_ttime: bool,
+    /// `BFQQF_IO_bound`.
+    pub io_bound: bool,
+    /// `BFQQF_just_created`.
+    pub just_created: bool,
+    /// `entity.in_groups_with_pending_reqs` (≥ 6.2 per-queue flag).
+    pub in_groups_with_pending_reqs: bool,
+    /// `seek_history`.
+    pub seek_history: u32,
+    /// `last_request_pos`.
+    pub last_request_pos: u64,
+    /// Think time.
+    pub ttime: Ttime,
+    /// `requests_within_timer`.
+    pub requests_within_timer: u32,
+}
+
+impl BfqQueue {
+    /// `bfq_init_bfqq`.
+    pub fn new(sync: bool, pid: u32, class: usize, ioprio: u8, max_budget: i64, now: Ns) -> Self {
+        BfqQueue {
+            sync,
+            pid,
+            ioprio,
+            sort: BTreeSet::new(),
+            fifo: VecDeque::new(),
+            next_rq: None,
+            queued: [0; 2],
+            dispatched: 0,
+            max_budget,
+            // bfq_smallest_from_now(): minus infinity.
+            budget_timeout: 0,
+            busy: false,
+            wait_request: false,
+            non_blocking_wait_rq: false,
+            fifo_expire: false,
+            has_short_ttime: sync && class != CLASS_IDLE,
+            io_bound: true,
+            just_created: sync,
+            in_groups_with_pending_reqs: false,
+            seek_history: 1,
+            last_request_pos: 0,
+            ttime: Ttime {
+                last_end_request: Ns(now.0 + 1),
+                ..Ttime::default()
+            },
+            requests_within_timer: 0,
+        }
+    }
+
+    /// `BFQQ_SEEKY`: more than 19 of the last 32 requests were seeky.
+    pub fn seeky(&self) -> bool {
+        self.seek_history.count_ones() > 19
+    }
+
+    /// Requests queued (not dispatched).
+    pub fn nr_queued(&self) -> u32 {
+        self.queued[0] + self.queued[1]
+    }
+}
+
+/// `struct bfq_io_cq`: one per process (`Request::pid`).
+#[derive(Clone, Debug, Default)]
+pub struct Bic {
+    /// `bic->ioprio` as last seen.
+    pub ioprio: Option<IoPrio>,
+    /// `bic->bfqq[1]`.
+    pub sync_q: Option<QueueId>,
+    /// `bic->bfqq[0]`.
+    pub async_q: Option<QueueId>,
+}
+
+/// Per-request scheduler data, indexed by [`RqId::index`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RqData {
+    /// `RQ_BFQQ(rq)`; `None` when the request is not BFQ's.
+    pub bfqq: Option<QueueId>,
+    /// `rq->fifo_time`.
+    pub fifo_time: Ns,
+    /// Insertion sequence (sort-tree tie break).
+    pub seq: u64,
+    /// Sits in its queue's sort tree.
+    pub in_sort: bool,
+    /// Sits in the `bfqd->dispatch` list.
+    pub in_dispatch_list: bool,
+    /// `RQF_STARTED` set by BFQ's dispatch (counted in `tot_rq_in_driver`).
+    pub started: bool,
+    /// Synchronous (`rq_is_sync`).
+    pub sync: bool,
+}
