@@ -38,7 +38,7 @@
 //! | `bfq_add_request`, `bfq_bfqq_handle_idle_busy_switch` | [`Bfq::add_request`], [`Bfq::handle_idle_busy_switch`] |
 //! | `bfq_rq_enqueued` | [`Bfq::rq_enqueued`] |
 //! | `bfq_dispatch_request`, `bfq_select_queue`, `bfq_dispatch_rq_from_bfqq` | `dispatch_request`, [`Bfq::select_queue`], [`Bfq::dispatch_rq_from_bfqq`] |
-//! | `bfq_finish_requeue_request`, `bfq_completed_request` | `finish_request`/`requeue_request`, [`Bfq::completed_request`] |
+//! | `bfq_finish_requeue_request`, `bfq_completed_request` | `finish_request`/`requeue_request`, [`Bfq::bfq_completed_request`] |
 //! | `bfq_bfqq_expire`, `__bfq_bfqq_recalc_budget`, `bfq_bfqq_is_slow`, `bfq_bfqq_charge_time` | [`budget`] |
 //! | `bfq_better_to_idle`, `idling_needed_for_service_guarantees`, `bfq_asymmetric_scenario`, `bfq_arm_slice_timer`, `bfq_idle_slice_timer` | [`idle`] |
 //! | B-WF2Q+ | [`wf2q`] |
@@ -902,7 +902,7 @@ impl Bfq {
     }
 
     /// `bfq_completed_request`.
-    pub fn completed_request(&mut self, ctx: &mut ElvCtx, q: QueueId) {
+    pub fn bfq_completed_request(&mut self, ctx: &mut ElvCtx, q: QueueId) {
         self.update_hw_tag();
         self.tot_rq_in_driver -= 1;
         self.queues[q].dispatched -= 1;
@@ -939,7 +939,7 @@ impl Bfq {
         };
         self.set_clock(ctx);
         if d.started {
-            self.completed_request(ctx, q);
+            self.bfq_completed_request(ctx, q);
         } else if d.in_sort {
             self.remove_request(ctx, rq);
         } else if d.in_dispatch_list {

@@ -166,6 +166,12 @@ pub struct Wf2q {
     /// `queue_weights_tree`: weight → `num_active`.
     pub weights: BTreeMap<u32, u32>,
     seq: u64,
+    /// Diagnostics: times `bfq_forget_idle` lowered a tree's `vtime` (the kernel
+    /// quirk, the only way `vtime` goes back).
+    pub vtime_lowered: u64,
+    /// Diagnostics: entities set in service while not eligible
+    /// (`start > max(vtime, min_start)`); B-WF2Q+ must keep this at 0.
+    pub ineligible_selections: u64,
 }
 
 impl Wf2q {
@@ -180,6 +186,8 @@ impl Wf2q {
             cl_idle_timeout: (hz / 5) as u64,
             weights: BTreeMap::new(),
             seq: 0,
+            vtime_lowered: 0,
+            ineligible_selections: 0,
         }
     }
 
@@ -280,6 +288,9 @@ impl Wf2q {
             if let Some(l) = last {
                 let lf = self.ents[l].finish;
                 if !bfq_gt(lf, self.st[c].vtime) {
+                    if lf != self.st[c].vtime {
+                        self.vtime_lowered += 1;
+                    }
                     self.st[c].vtime = lf;
                 }
             }
@@ -592,6 +603,9 @@ impl Wf2q {
         self.in_service_entity = Some(id);
         // bfq_no_longer_next_in_service: always true for a queue.
         let c = self.st_of(id);
+        if bfq_gt(self.ents[id].start, self.calc_vtime_jump(c)) {
+            self.ineligible_selections += 1;
+        }
         if self.ents[id].tree == Some(TreeKind::Active) {
             self.active_extract(c, id);
         }

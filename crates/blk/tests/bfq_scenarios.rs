@@ -1,0 +1,353 @@
+//! BFQ core scenarios, hand-worked against `block/bfq-iosched.c` / `bfq-wf2q.c`
+//! (v6.13): per-process queues, B-WF2Q+ shares, budgets and timeouts, idling.
+
+mod bfq_support;
+
+use bfq_support::{Harness, Io};
+use blk::elevator::bfq::wf2q::{bfq_delta, CLASS_BE};
+use blk::elevator::bfq::Expiration;
+use blk::elevator::Elevator;
+use blk::types::{IoClass, Ns};
+
+/// Keep `per_pid` sequential 8-sector reads queued for each of `pids`, run the
+/// device at queue depth 1 with `svc` per request, and return the sectors
+/// dispatched per pid over `n` dispatches.
+fn backlogged(h: &mut Harness, pids: &[(u32, u8)], per_pid: usize, n: usize, svc: Ns) -> Vec<u64> {
+    let mut next_sector: Vec<u64> = pids.iter().map(|&(p, _)| p as u64 * 100_000_000).collect();
+    let level_of = |pid: u32| pids.iter().find(|x| x.0 == pid).unwrap().1;
+    for (i, &(pid, level)) in pids.iter().enumerate() {
+        for _ in 0..per_pid {
+            h.submit(Io::read(pid, next_sector[i], 8).level(level));
+            next_sector[i] += 8;
+        }
+    }
+    let mut served = vec![0u64; pids.len()];
+    for _ in 0..n {
+        let rq = h.dispatch().expect("backlogged queues always have a request");
+        let pid = h.pid_of(rq);
+        let i = pids.iter().position(|x| x.0 == pid).unwrap();
+        served[i] += 8;
+        // The process immediately issues its next request.
+        h.submit(Io::read(pid, next_sector[i], 8).level(level_of(pid)));
+        next_sector[i] += 8;
+        let t = h.now.add(svc.0);
+        h.advance(t);
+        h.complete(rq);
+        h.b.check_invariants().unwrap();
+    }
+    served
+}
+
+#[test]
+fn tunables_have_kernel_names_units_and_defaults() {
+    let h = Harness::new();
+    let names: Vec<_> = h.b.tunables().iter().map(|t| t.name).collect();
+    assert_eq!(
+        names,
+        [
+            "back_seek_max",
+            "back_seek_penalty",
+            "fifo_expire_async",
+            "fifo_expire_sync",
+            "low_latency",
+            "max_budget",
+            "slice_idle",
+            "slice_idle_us",
+            "strict_guarantees",
+            "timeout_sync"
+        ]
+    );
+    let get = |n: &str| h.b.get_tunable(n).unwrap();
+    assert_eq!(get("slice_idle"), "8");
+    assert_eq!(get("slice_idle_us"), "8000");
+    assert_eq!(get("fifo_expire_sync"), "125");
+    assert_eq!(get("fifo_expire_async"), "250");
+    assert_eq!(get("back_seek_max"), "16384");
+    assert_eq!(get("back_seek_penalty"), "2");
+    assert_eq!(get("max_budget"), "0");
+    assert_eq!(get("timeout_sync"), "125");
+    assert_eq!(get("strict_guarantees"), "0");
+    assert_eq!(get("low_latency"), "1");
+    assert_eq!(get("variant"), "mainline");
+    // CFQ-only names are rejected with the list of valid ones.
+    let err = h.b.get_tunable("quantum").unwrap_err().to_string();
+    assert!(err.contains("no tunable 'quantum'") && err.contains("slice_idle_us"));
+}
+
+#[test]
+fn tunable_stores_clamp_like_the_kernel() {
+    let mut h = Harness::new();
+    let b = &mut h.b;
+    b.set_tunable("slice_idle_us", "2500").unwrap();
+    assert_eq!(b.get_tunable("slice_idle").unwrap(), "2");
+    assert_eq!(b.get_tunable("slice_idle_us").unwrap(), "2500");
+    // strict_guarantees raises slice_idle to 8 ms.
+    b.set_tunable("strict_guarantees", "5").unwrap();
+    assert_eq!(b.get_tunable("strict_guarantees").unwrap(), "1");
+    assert_eq!(b.get_tunable("slice_idle").unwrap(), "8");
+    b.set_tunable("fifo_expire_sync", "0").unwrap();
+    assert_eq!(b.get_tunable("fifo_expire_sync").unwrap(), "1");
+    b.set_tunable("back_seek_penalty", "0").unwrap();
+    assert_eq!(b.get_tunable("back_seek_penalty").unwrap(), "1");
+    // timeout_sync: ms -> jiffies (HZ 1000); auto max_budget re-derived from the
+    // initial non-rotational peak-rate estimate: 22000 * 1000 * 125 >> 16.
+    b.set_tunable("timeout_sync", "0").unwrap();
+    assert_eq!(b.get_tunable("timeout_sync").unwrap(), "1");
+    b.set_tunable("timeout_sync", "125\n").unwrap();
+    assert_eq!(b.bfq_max_budget, 41961);
+    b.set_tunable("max_budget", "4096").unwrap();
+    assert_eq!(b.get_tunable("max_budget").unwrap(), "4096");
+    assert_eq!(b.bfq_max_budget, 4096);
+    assert!(b.set_tunable("slice_idle", "-1").is_err());
+    assert!(b.set_tunable("slice_idle", "0x10").is_err());
+    assert!(b.set_tunable("timeout_async", "1").is_err());
+    assert!(b.set_tunable("variant", "legacy").is_err());
+}
+
+#[test]
+fn per_process_sync_queues_and_shared_async_queues() {
+    let mut h = Harness::new();
+    let a = h.submit(Io::read(10, 0, 8));
+    let b = h.submit(Io::read(11, 1000, 8));
+    let wa = h.submit(Io::async_write(10, 5000, 8));
+    let wb = h.submit(Io::async_write(11, 6000, 8));
+    let wc = h.submit(Io::async_write(12, 7000, 8).level(0));
+    let q = |h: &Harness, r| h.b.queue_of(r).unwrap();
+    assert_ne!(q(&h, a), q(&h, b), "each process has its own sync queue");
+    assert_eq!(q(&h, wa), q(&h, wb), "async queues are shared per class and level");
+    assert_ne!(q(&h, wa), q(&h, wc), "a different level gets another async queue");
+    assert_ne!(q(&h, a), q(&h, wa), "sync and async queues differ");
+    assert_eq!(h.b.sync_queue_of(10), Some(q(&h, a)));
+    // Weights from ioprio levels: (8 - level) * 10.
+    assert_eq!(h.b.entity(q(&h, a)).weight, 40);
+    assert_eq!(h.b.entity(q(&h, wc)).weight, 80);
+    assert_eq!(h.b.tot_busy_queues(), 4);
+    assert_eq!(h.b.busy_queues[CLASS_BE], 4);
+}
+
+#[test]
+fn weights_40_and_80_get_service_1_to_2() {
+    // Level 4 -> weight 40, level 0 -> weight 80.
+    let mut h = Harness::new();
+    let served = backlogged(&mut h, &[(1, 4), (2, 0)], 4, 60_000, Ns::from_us(10));
+    let ratio = served[1] as f64 / served[0] as f64;
+    eprintln!("served {served:?} ratio {ratio:.4} expirations {}", h.b.expirations.len());
+    assert!(
+        (ratio - 2.0).abs() < 0.05,
+        "service ratio {ratio:.3} ({served:?}) should be 2"
+    );
+    assert_eq!(h.b.wf.ineligible_selections, 0);
+}
+
+#[test]
+fn equal_weights_share_equally() {
+    let mut h = Harness::new();
+    let served = backlogged(&mut h, &[(1, 4), (2, 4), (3, 4)], 4, 60_000, Ns::from_us(10));
+    let max = *served.iter().max().unwrap() as f64;
+    let min = *served.iter().min().unwrap() as f64;
+    assert!(max / min < 1.05, "{served:?}");
+}
+
+#[test]
+fn budget_exhaustion_then_next_eligible_queue() {
+    let mut h = Harness::new();
+    // Both processes queue 2000 sequential 8-sector reads at t=0; A (pid 1) is
+    // activated first and wins the tie on finish time (equal keys go right).
+    for i in 0..2000u64 {
+        h.submit(Io::read(1, i * 8, 8));
+        h.submit(Io::read(2, 50_000_000 + i * 8, 8));
+    }
+    let qa = h.b.sync_queue_of(1).unwrap();
+    let qb = h.b.sync_queue_of(2).unwrap();
+    // Initial budget: max(2/3 * 16384, 8) = 10922 sectors; both entities start at
+    // vtime 0 with finish 10922 << 22 / 40.
+    assert_eq!(h.b.entity(qa).budget, 10922);
+    assert_eq!(h.b.entity(qa).finish, bfq_delta(10922, 40));
+    assert_eq!(h.b.entity(qb).finish, bfq_delta(10922, 40));
+    let mut order = Vec::new();
+    for _ in 0..1366 {
+        let rq = h.dispatch().unwrap();
+        order.push(h.pid_of(rq));
+        h.complete(rq);
+    }
+    // 1365 requests (10920 sectors) fit; the 1366th does not (8 > 2 left).
+    assert!(order[..1365].iter().all(|&p| p == 1));
+    assert_eq!(order[1365], 2);
+    let ev = h.b.expirations[0];
+    assert_eq!(ev.queue, qa);
+    assert_eq!(ev.reason, Expiration::BudgetExhausted);
+    assert_eq!((ev.service, ev.budget), (10920, 10922));
+    // Feedback: exhausted -> max_budget = min(4 * 10922, 16384); A was requeued with
+    // start = old finish (charged 10920) and a 16384-sector budget.
+    assert_eq!(h.b.queues[qa].max_budget, 16384);
+    assert_eq!(h.b.entity(qa).budget, 16384);
+    let start = bfq_delta(10920, 40);
+    assert_eq!(h.b.entity(qa).start, start);
+    assert_eq!(h.b.entity(qa).finish, start + bfq_delta(16384, 40));
+    assert_eq!(h.b.in_service_queue, Some(qb));
+}
+
+#[test]
+fn budget_timeout_expires_a_slow_queue_and_charges_time() {
+    let mut h = Harness::new();
+    for i in 0..1000u64 {
+        h.submit(Io::read(1, i * 8, 8));
+        h.submit(Io::read(2, 50_000_000 + i * 8, 8));
+    }
+    let qa = h.b.sync_queue_of(1).unwrap();
+    // 1 ms per request: A reaches its budget timeout (125 jiffies at HZ 1000)
+    // long before its 10922-sector budget.
+    let mut n = 0;
+    loop {
+        let rq = h.dispatch().unwrap();
+        if h.pid_of(rq) != 1 {
+            break;
+        }
+        n += 1;
+        let t = h.now.add(Ns::MS);
+        h.advance(t);
+        h.complete(rq);
+    }
+    assert_eq!(n, 125, "served for 125 ms");
+    let ev = h.b.expirations[0];
+    assert_eq!(ev.reason, Expiration::BudgetTimeout);
+    assert_eq!(ev.service, 1000);
+    // Slow (service < bfq_max_budget / 2 after > 20 ms): charged
+    // bfq_max_budget * 125 / 125 = 16384 sectors of service instead of 1000.
+    assert_eq!(h.b.entity(qa).start, bfq_delta(16384, 40));
+    // Budget feedback for a timeout: min(2 * 10922, 16384).
+    assert_eq!(h.b.queues[qa].max_budget, 16384);
+}
+
+#[test]
+fn sync_queue_idles_then_new_request_is_served_at_once() {
+    let mut h = Harness::new();
+    let r1 = h.submit(Io::read(1, 0, 8));
+    assert_eq!(h.dispatch(), Some(r1));
+    assert_eq!(h.dispatch(), None, "plugged while the request is in flight");
+    h.advance(Ns::from_ms(1));
+    h.complete(r1);
+    // The only busy queue: idling is needed for service guarantees.
+    assert_eq!(h.b.next_timer(), Some(Ns::from_ms(9)), "slice_idle = 8 ms");
+    h.advance(Ns::from_ms(3));
+    let r2 = h.submit(Io::read(1, 8, 8));
+    assert_eq!(h.b.next_timer(), None, "timer cancelled by the new request");
+    assert_eq!(h.dispatch(), Some(r2), "served at once");
+    assert!(h.b.expirations.is_empty());
+}
+
+#[test]
+fn idle_timer_expires_the_queue_too_idle() {
+    let mut h = Harness::new();
+    let r1 = h.submit(Io::read(1, 0, 8));
+    let qa = h.b.sync_queue_of(1).unwrap();
+    assert_eq!(h.dispatch(), Some(r1));
+    h.advance(Ns::from_ms(1));
+    h.complete(r1);
+    assert_eq!(h.dispatch(), None, "idling");
+    assert_eq!(h.b.in_service_queue, Some(qa));
+    h.advance(Ns::from_ms(9));
+    assert_eq!(h.b.next_timer(), None);
+    assert_eq!(h.b.in_service_queue, None);
+    let ev = h.b.expirations[0];
+    assert_eq!((ev.queue, ev.reason), (qa, Expiration::TooIdle));
+    // TOO_IDLE with nothing in flight shrinks the budget: 10922 - 4 * 512.
+    assert_eq!(h.b.queues[qa].max_budget, 10922 - 4 * 512);
+    assert!(!h.has_work());
+}
+
+#[test]
+fn other_process_waits_while_a_heavier_queue_idles() {
+    let mut h = Harness::new();
+    // A has weight 80, B weight 40: asymmetric, A must be idled on.
+    let a1 = h.submit(Io::read(1, 0, 8).level(0));
+    assert_eq!(h.dispatch(), Some(a1));
+    h.advance(Ns::from_ms(1));
+    h.complete(a1);
+    assert!(h.b.idling());
+    h.advance(Ns::from_ms(2));
+    let b1 = h.submit(Io::read(2, 900_000, 8));
+    assert_eq!(h.dispatch(), None, "B waits: A keeps the device idle");
+    h.advance(Ns::from_ms(5));
+    assert_eq!(h.dispatch(), None);
+    // A's next request arrives within slice_idle: served at once, before B.
+    let a2 = h.submit(Io::read(1, 8, 8).level(0));
+    assert_eq!(h.dispatch(), Some(a2));
+    h.advance(Ns::from_ms(6));
+    h.complete(a2);
+    assert!(h.b.idling());
+    // A stays silent: the timer (6 + 8 ms) expires it and B is served.
+    assert_eq!(h.dispatch(), None);
+    h.advance(Ns::from_ms(14));
+    assert_eq!(h.b.expirations.last().unwrap().reason, Expiration::TooIdle);
+    assert_eq!(h.dispatch(), Some(b1));
+}
+
+#[test]
+fn rotational_sequential_queue_idles_even_with_equal_weights() {
+    let mut h = Harness::rotational();
+    let a1 = h.submit(Io::read(1, 0, 64));
+    assert_eq!(h.dispatch(), Some(a1));
+    h.advance(Ns::from_ms(1));
+    h.complete(a1);
+    let b1 = h.submit(Io::read(2, 900_000, 64));
+    assert_eq!(h.dispatch(), None, "idling boosts throughput: no preemption");
+    h.advance(Ns::from_ms(9));
+    assert_eq!(h.dispatch(), Some(b1));
+}
+
+#[test]
+fn equal_weights_on_ssd_preempt_instead_of_idling() {
+    let mut h = Harness::new();
+    let a1 = h.submit(Io::read(1, 0, 8));
+    assert_eq!(h.dispatch(), Some(a1));
+    h.advance(Ns::from_ms(1));
+    h.complete(a1);
+    assert!(h.b.idling(), "alone: idles");
+    let b1 = h.submit(Io::read(2, 900_000, 8));
+    // Now two equal-weight queues: not better to idle for A -> B preempts.
+    assert_eq!(h.b.expirations.last().unwrap().reason, Expiration::Preempted);
+    assert_eq!(h.dispatch(), Some(b1));
+}
+
+#[test]
+fn async_queues_are_not_idled_on() {
+    let mut h = Harness::new();
+    let w = h.submit(Io::async_write(1, 0, 8));
+    assert_eq!(h.dispatch(), Some(w));
+    h.advance(Ns::from_ms(1));
+    h.complete(w);
+    assert_eq!(h.b.next_timer(), None);
+    assert_eq!(h.b.in_service_queue, None);
+    assert_eq!(
+        h.b.expirations.last().unwrap().reason,
+        Expiration::NoMoreRequests
+    );
+}
+
+#[test]
+fn idle_class_waits_for_be_class() {
+    let mut h = Harness::new();
+    let i1 = h.submit(Io::read(1, 0, 8).class(IoClass::Idle));
+    let b1 = h.submit(Io::read(2, 10_000, 8));
+    // Strict class priority: BE first.
+    assert_eq!(h.dispatch(), Some(b1));
+    h.advance(Ns::from_ms(1));
+    h.complete(b1);
+    // B is alone in its class but two classes are busy: asymmetric, B idles.
+    assert_eq!(h.dispatch(), None);
+    h.advance(Ns::from_ms(9));
+    assert_eq!(h.dispatch(), Some(i1));
+}
+
+#[test]
+fn slice_idle_zero_disables_idling() {
+    let mut h = Harness::new();
+    h.b.set_tunable("slice_idle", "0").unwrap();
+    let a1 = h.submit(Io::read(1, 0, 8));
+    assert_eq!(h.dispatch(), Some(a1));
+    h.advance(Ns::from_ms(1));
+    h.complete(a1);
+    assert!(!h.b.idling());
+    assert_eq!(h.b.in_service_queue, None);
+}
