@@ -115,7 +115,11 @@ impl Run {
                 };
                 let io = Io {
                     pid,
-                    op: if sync && pid % 2 == 0 { Op::Read } else { Op::Write },
+                    op: if sync && pid % 2 == 0 {
+                        Op::Read
+                    } else {
+                        Op::Write
+                    },
                     sync,
                     sector,
                     sectors,

@@ -23,7 +23,9 @@ fn backlogged(h: &mut Harness, pids: &[(u32, u8)], per_pid: usize, n: usize, svc
     }
     let mut served = vec![0u64; pids.len()];
     for _ in 0..n {
-        let rq = h.dispatch().expect("backlogged queues always have a request");
+        let rq = h
+            .dispatch()
+            .expect("backlogged queues always have a request");
         let pid = h.pid_of(rq);
         let i = pids.iter().position(|x| x.0 == pid).unwrap();
         served[i] += 8;
@@ -114,8 +116,16 @@ fn per_process_sync_queues_and_shared_async_queues() {
     let wc = h.submit(Io::async_write(12, 7000, 8).level(0));
     let q = |h: &Harness, r| h.b.queue_of(r).unwrap();
     assert_ne!(q(&h, a), q(&h, b), "each process has its own sync queue");
-    assert_eq!(q(&h, wa), q(&h, wb), "async queues are shared per class and level");
-    assert_ne!(q(&h, wa), q(&h, wc), "a different level gets another async queue");
+    assert_eq!(
+        q(&h, wa),
+        q(&h, wb),
+        "async queues are shared per class and level"
+    );
+    assert_ne!(
+        q(&h, wa),
+        q(&h, wc),
+        "a different level gets another async queue"
+    );
     assert_ne!(q(&h, a), q(&h, wa), "sync and async queues differ");
     assert_eq!(h.b.sync_queue_of(10), Some(q(&h, a)));
     // Weights from ioprio levels: (8 - level) * 10.
@@ -131,7 +141,10 @@ fn weights_40_and_80_get_service_1_to_2() {
     let mut h = Harness::new();
     let served = backlogged(&mut h, &[(1, 4), (2, 0)], 4, 60_000, Ns::from_us(10));
     let ratio = served[1] as f64 / served[0] as f64;
-    eprintln!("served {served:?} ratio {ratio:.4} expirations {}", h.b.expirations.len());
+    eprintln!(
+        "served {served:?} ratio {ratio:.4} expirations {}",
+        h.b.expirations.len()
+    );
     assert!(
         (ratio - 2.0).abs() < 0.05,
         "service ratio {ratio:.3} ({served:?}) should be 2"
@@ -142,7 +155,13 @@ fn weights_40_and_80_get_service_1_to_2() {
 #[test]
 fn equal_weights_share_equally() {
     let mut h = Harness::new();
-    let served = backlogged(&mut h, &[(1, 4), (2, 4), (3, 4)], 4, 60_000, Ns::from_us(10));
+    let served = backlogged(
+        &mut h,
+        &[(1, 4), (2, 4), (3, 4)],
+        4,
+        60_000,
+        Ns::from_us(10),
+    );
     let max = *served.iter().max().unwrap() as f64;
     let min = *served.iter().min().unwrap() as f64;
     assert!(max / min < 1.05, "{served:?}");
@@ -291,7 +310,11 @@ fn rotational_sequential_queue_idles_even_with_equal_weights() {
     h.advance(Ns::from_ms(1));
     h.complete(a1);
     let b1 = h.submit(Io::read(2, 900_000, 64));
-    assert_eq!(h.dispatch(), None, "idling boosts throughput: no preemption");
+    assert_eq!(
+        h.dispatch(),
+        None,
+        "idling boosts throughput: no preemption"
+    );
     h.advance(Ns::from_ms(9));
     assert_eq!(h.dispatch(), Some(b1));
 }
@@ -306,7 +329,10 @@ fn equal_weights_on_ssd_preempt_instead_of_idling() {
     assert!(h.b.idling(), "alone: idles");
     let b1 = h.submit(Io::read(2, 900_000, 8));
     // Now two equal-weight queues: not better to idle for A -> B preempts.
-    assert_eq!(h.b.expirations.last().unwrap().reason, Expiration::Preempted);
+    assert_eq!(
+        h.b.expirations.last().unwrap().reason,
+        Expiration::Preempted
+    );
     assert_eq!(h.dispatch(), Some(b1));
 }
 

@@ -3,7 +3,7 @@
 //! `__bfq_bfqq_expire`, `__bfq_bfqd_reset_in_service`).
 
 use super::queue::QueueId;
-use super::{Bfq, ExpireEvent, Expiration, BFQ_MIN_TT, BFQ_STATS_MIN_BUDGETS};
+use super::{Bfq, Expiration, ExpireEvent, BFQ_MIN_TT, BFQ_STATS_MIN_BUDGETS};
 use crate::elevator::ElvCtx;
 use crate::types::Ns;
 
@@ -147,10 +147,6 @@ impl Bfq {
                 || (reason == Expiration::BudgetTimeout && self.budget_left(q) >= e.budget / 3))
         {
             self.bfqq_charge_time(q, delta);
-        }
-        let e = &self.wf.ents[q];
-        if reason == Expiration::TooIdle && e.service <= 2 * e.budget / 10 {
-            self.queues[q].io_bound = false;
         }
         // Weight-raising / soft-RT bookkeeping and injection state: not modelled.
         self.recalc_budget(ctx, q, reason);

@@ -87,8 +87,6 @@ pub const BFQQ_SECT_THR_NONROT: u32 = 2 * 32;
 pub const BFQ_HW_QUEUE_THRESHOLD: u32 = 3;
 /// `BFQ_HW_QUEUE_SAMPLES`.
 pub const BFQ_HW_QUEUE_SAMPLES: u32 = 32;
-/// `bfq_requests_within_timer`.
-pub const BFQ_REQUESTS_WITHIN_TIMER: u32 = 120;
 /// `ref_rate[]` (rotational, non-rotational), `(sectors/µs) << 16`.
 pub const REF_RATE: [u32; 2] = [14000, 33000];
 /// `BFQ_RATE_SHIFT`.
@@ -268,7 +266,9 @@ impl Bfq {
 
     /// `bfq_tot_busy_queues`.
     pub fn tot_busy_queues(&self) -> u32 {
-        self.busy_queues.iter().fold(0u32, |a, &b| a.wrapping_add(b))
+        self.busy_queues
+            .iter()
+            .fold(0u32, |a, &b| a.wrapping_add(b))
     }
 
     /// The entity of queue `q`.
@@ -365,7 +365,9 @@ impl Bfq {
         let maxb = 2 * self.max_budget() / 3;
         self.queues
             .push(BfqQueue::new(is_sync, pid, class, level, maxb, self.now));
-        self.wf.ents.push(Entity::new(ioprio_to_weight(level), class));
+        self.wf
+            .ents
+            .push(Entity::new(ioprio_to_weight(level), class));
         let bic = self.bics.get_mut(&pid).unwrap();
         if is_sync {
             bic.sync_q = Some(id);
@@ -535,6 +537,9 @@ impl Bfq {
         let sector = ctx.rqs.get(rq).sector.0;
         self.queues[q].queued[usize::from(sync)] += 1;
         self.queued += 1;
+        if self.queues[q].sync {
+            self.update_io_intensity(q);
+        }
         self.queues[q].sort.insert((sector, seq, rq));
         self.rqd_mut(rq).in_sort = true;
         let prev = self.queues[q].next_rq;
@@ -544,6 +549,29 @@ impl Bfq {
             self.handle_idle_busy_switch(ctx, q);
         } else if prev != next {
             self.updated_next_req(ctx, q);
+        }
+    }
+
+    /// `bfq_update_io_intensity`: I/O bound iff busy (not empty with nothing in
+    /// flight) at least 80% of a sliding window of at most 200 ms.
+    fn update_io_intensity(&mut self, q: QueueId) {
+        let now = self.now.0;
+        let bq = &mut self.queues[q];
+        let tot_io_time = now.wrapping_sub(bq.io_start_time);
+        if bq.sort.is_empty() && bq.dispatched == 0 {
+            // The kernel's clock has moved on between bfq_init_bfqq and here; ours
+            // has not, so a brand-new queue would see -1 ns: saturate instead.
+            bq.tot_idle_time = bq
+                .tot_idle_time
+                .wrapping_add(now.saturating_sub(bq.ttime.last_end_request.0));
+        }
+        if bq.just_created {
+            return;
+        }
+        bq.io_bound = bq.tot_idle_time.wrapping_mul(5) <= tot_io_time;
+        if tot_io_time > 200 * Ns::MS {
+            bq.io_start_time = now - (tot_io_time >> 1);
+            bq.tot_idle_time >>= 1;
         }
     }
 
@@ -565,7 +593,12 @@ impl Bfq {
     }
 
     /// `bfq_bfqq_update_budg_for_activation`. Returns "wants to preempt".
-    fn update_budg_for_activation(&mut self, ctx: &ElvCtx, q: QueueId, arrived_in_time: bool) -> bool {
+    fn update_budg_for_activation(
+        &mut self,
+        ctx: &ElvCtx,
+        q: QueueId,
+        arrived_in_time: bool,
+    ) -> bool {
         let left = self.budget_left(q);
         if self.queues[q].non_blocking_wait_rq && arrived_in_time && left > 0 {
             let e = &mut self.wf.ents[q];
@@ -608,18 +641,7 @@ impl Bfq {
         let arrived_in_time =
             self.now.0 <= self.queues[q].ttime.last_end_request.0 + self.slice_idle * 3;
         let wants_to_preempt = self.update_budg_for_activation(ctx, q, arrived_in_time);
-        let bq = &mut self.queues[q];
-        bq.just_created = false;
-        if !bq.io_bound {
-            if arrived_in_time {
-                bq.requests_within_timer += 1;
-                if bq.requests_within_timer >= BFQ_REQUESTS_WITHIN_TIMER {
-                    bq.io_bound = true;
-                }
-            } else {
-                bq.requests_within_timer = 0;
-            }
-        }
+        self.queues[q].just_created = false;
         self.add_bfqq_busy(q);
         if let Some(s) = self.in_service_queue {
             if ((wants_to_preempt && self.wf.ents[q].wr_coeff >= self.wf.ents[s].wr_coeff)
@@ -770,7 +792,9 @@ impl Bfq {
 
     /// `bfq_dispatch_rq_from_bfqq`.
     pub fn dispatch_rq_from_bfqq(&mut self, ctx: &mut ElvCtx, q: QueueId) -> RqId {
-        let rq = self.queues[q].next_rq.expect("dispatch from an empty queue");
+        let rq = self.queues[q]
+            .next_rq
+            .expect("dispatch from an empty queue");
         let charge = self.serv_to_charge(ctx, rq, q);
         self.wf.served(q, charge);
         // bfq_dispatch_remove
@@ -803,6 +827,7 @@ impl Bfq {
             self.queues[q].budget_timeout = self.jiffies.wrapping_add(self.timeout * coeff);
         }
         self.in_service_queue = q;
+        self.in_serv_last_pos = 0;
         q
     }
 
@@ -920,10 +945,10 @@ impl Bfq {
         self.last_completion = self.now;
         if self.in_service_queue == Some(q) {
             if self.must_idle(q) {
+                // Stay in service even if timed out: idling is due.
                 if self.queues[q].dispatched == 0 {
                     self.arm_slice_timer();
                 }
-                return;
             } else if self.may_expire_for_budg_timeout(q) {
                 self.bfqq_expire(ctx, q, false, Expiration::BudgetTimeout);
             } else if self.queues[q].sort.is_empty()
@@ -1049,15 +1074,60 @@ impl Elevator for Bfq {
             help,
         };
         vec![
-            t("back_seek_max", "KiB", "16384".into(), "largest backward seek preferred over a forward one"),
-            t("back_seek_penalty", "factor", "2".into(), "cost multiplier of a backward seek"),
-            t("fifo_expire_async", "ms", "250".into(), "deadline of an async request in its queue's FIFO"),
-            t("fifo_expire_sync", "ms", "125".into(), "deadline of a sync request in its queue's FIFO"),
-            t("low_latency", "bool", "1".into(), "weight raising for interactive/soft-RT queues (not modelled yet)"),
-            t("max_budget", "sectors", "0".into(), "largest budget; 0 = auto-tuned from the peak rate"),
-            t("slice_idle", "ms", "8".into(), "how long an empty sync queue keeps the device idle"),
-            t("slice_idle_us", "us", "8000".into(), "slice_idle in microseconds"),
-            t("strict_guarantees", "bool", "0".into(), "always idle, one request in the device at a time"),
+            t(
+                "back_seek_max",
+                "KiB",
+                "16384".into(),
+                "largest backward seek preferred over a forward one",
+            ),
+            t(
+                "back_seek_penalty",
+                "factor",
+                "2".into(),
+                "cost multiplier of a backward seek",
+            ),
+            t(
+                "fifo_expire_async",
+                "ms",
+                "250".into(),
+                "deadline of an async request in its queue's FIFO",
+            ),
+            t(
+                "fifo_expire_sync",
+                "ms",
+                "125".into(),
+                "deadline of a sync request in its queue's FIFO",
+            ),
+            t(
+                "low_latency",
+                "bool",
+                "1".into(),
+                "weight raising for interactive/soft-RT queues (not modelled yet)",
+            ),
+            t(
+                "max_budget",
+                "sectors",
+                "0".into(),
+                "largest budget; 0 = auto-tuned from the peak rate",
+            ),
+            t(
+                "slice_idle",
+                "ms",
+                "8".into(),
+                "how long an empty sync queue keeps the device idle",
+            ),
+            t(
+                "slice_idle_us",
+                "us",
+                "8000".into(),
+                "slice_idle in microseconds",
+            ),
+            t(
+                "strict_guarantees",
+                "bool",
+                "0".into(),
+                "always idle, one request in the device at a time",
+            ),
             t(
                 "timeout_sync",
                 "ms",

@@ -95,8 +95,10 @@ pub struct BfqQueue {
     pub last_request_pos: u64,
     /// Think time.
     pub ttime: Ttime,
-    /// `requests_within_timer`.
-    pub requests_within_timer: u32,
+    /// `io_start_time` (ns): start of the I/O-intensity observation window.
+    pub io_start_time: u64,
+    /// `tot_idle_time` (ns) within that window.
+    pub tot_idle_time: u64,
 }
 
 impl BfqQueue {
@@ -128,7 +130,8 @@ impl BfqQueue {
                 last_end_request: Ns(now.0 + 1),
                 ..Ttime::default()
             },
-            requests_within_timer: 0,
+            io_start_time: now.0,
+            tot_idle_time: 0,
         }
     }
 

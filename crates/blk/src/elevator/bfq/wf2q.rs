@@ -355,8 +355,7 @@ impl Wf2q {
     fn lookup_next_entity(&mut self, expiration: bool, jiffies: u64) -> Option<EntityId> {
         let mut class_idx = 0;
         // time_is_before_jiffies(last + timeout)
-        if ((jiffies.wrapping_sub(self.class_idle_last_service + self.cl_idle_timeout)) as i64)
-            > 0
+        if ((jiffies.wrapping_sub(self.class_idle_last_service + self.cl_idle_timeout)) as i64) > 0
         {
             if !self.st[CLASS_IDLE].active.is_empty() {
                 class_idx = CLASS_IDLE;
@@ -423,7 +422,10 @@ impl Wf2q {
         let Some(w) = self.ents[id].weight_counter.take() else {
             return;
         };
-        let n = self.weights.get_mut(&w).expect("weight counter without node");
+        let n = self
+            .weights
+            .get_mut(&w)
+            .expect("weight counter without node");
         *n -= 1;
         if *n == 0 {
             self.weights.remove(&w);
