@@ -340,7 +340,6 @@ impl Bfq {
                 e.new_class = class;
                 e.new_weight = ioprio_to_weight(level);
                 e.prio_changed = true;
-                self.queues[sq].ioprio = level;
             }
         }
         let bic = self.bics.get(&pid).cloned().unwrap_or_default();
