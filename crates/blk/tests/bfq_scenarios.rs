@@ -497,3 +497,28 @@ fn fifo_is_checked_once_per_slot() {
     // the flag then stays set, so far_ahead waits for its turn in sector order.
     assert_eq!(got, [fwd[0], far_back, fwd[1], fwd[2], fwd[3], far_ahead]);
 }
+
+#[test]
+fn seeky_queue_idles_only_bfq_min_tt_in_symmetric_scenarios() {
+    let mut h = Harness::new();
+    let mut t = 0;
+    // Random 4 KiB reads far apart: after 20 seeky requests of the last 32 the
+    // queue is BFQQ_SEEKY and, alone (symmetric), idles 2 ms instead of 8.
+    for i in 0..25u64 {
+        let rq = h.submit(Io::read(1, (i * 7919 % 97) * 1_000_000, 8));
+        assert_eq!(h.dispatch(), Some(rq));
+        t += 100_000;
+        h.advance(Ns(t));
+        h.complete(rq);
+        let q = h.b.sync_queue_of(1).unwrap();
+        let seeky = h.b.queues[q].seeky();
+        let expect = if seeky { 2 } else { 8 };
+        assert_eq!(
+            h.b.next_timer(),
+            Some(Ns(t + expect * Ns::MS)),
+            "request {i}"
+        );
+    }
+    let q = h.b.sync_queue_of(1).unwrap();
+    assert!(h.b.queues[q].seeky());
+}

@@ -176,6 +176,7 @@ pub struct Bfq {
     idle_timer: Option<Ns>,
     now: Ns,
     jiffies: u64,
+    clock_seen: bool,
     // tunables
     fifo_expire: [u64; 2],
     back_max: u64,
@@ -229,6 +230,7 @@ impl Bfq {
             idle_timer: None,
             now: Ns::ZERO,
             jiffies: 0,
+            clock_seen: false,
             fifo_expire: [1_000_000_000 / 4, 1_000_000_000 / 8],
             back_max: 16 * 1024,
             back_penalty: 2,
@@ -244,6 +246,12 @@ impl Bfq {
     fn set_clock(&mut self, ctx: &ElvCtx) {
         self.now = ctx.now;
         self.jiffies = ctx.jiffies.0;
+        if !self.clock_seen {
+            // bfq_init_root_group: bfq_class_idle_last_service = jiffies at init;
+            // the first call is the closest we know to the init time.
+            self.clock_seen = true;
+            self.wf.class_idle_last_service = self.jiffies;
+        }
     }
 
     /// `time_is_before_eq_jiffies(t)`: `t <= jiffies`.
@@ -419,9 +427,11 @@ impl Bfq {
         if bq.dispatched > 0 || bq.busy {
             return;
         }
+        // A new queue has `last_end_request = creation + 1 ns`; the kernel reads its
+        // clock again a little later, ours has not moved: saturate at 0.
         let elapsed = now
             .0
-            .wrapping_sub(bq.ttime.last_end_request.0)
+            .saturating_sub(bq.ttime.last_end_request.0)
             .min(2 * slice_idle);
         let t = &mut bq.ttime;
         t.samples = (7 * t.samples + 256) / 8;
