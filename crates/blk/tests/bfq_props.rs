@@ -187,7 +187,14 @@ impl Run {
 }
 
 fn run(steps: &[Step], rotational: bool) -> Result<(), TestCaseError> {
+    run_from(steps, rotational, Ns::ZERO)
+}
+
+/// Start the clock at `start`: from 1 s of jiffies on, a sync queue's first request
+/// resets its inject limit, so injection takes part.
+fn run_from(steps: &[Step], rotational: bool, start: Ns) -> Result<(), TestCaseError> {
     let mut r = Run::new(rotational);
+    r.h.advance(start);
     for s in steps {
         r.apply(s)?;
     }
@@ -217,6 +224,11 @@ proptest! {
     #[test]
     fn dispatch_once_vtime_and_eligibility_hdd(steps in prop::collection::vec(step(), 1..300)) {
         run(&steps, true)?;
+    }
+
+    #[test]
+    fn dispatch_once_with_injection_active(steps in prop::collection::vec(step(), 1..300)) {
+        run_from(&steps, false, Ns::from_ms(2000))?;
     }
 
     #[test]

@@ -522,3 +522,65 @@ fn seeky_queue_idles_only_bfq_min_tt_in_symmetric_scenarios() {
     let q = h.b.sync_queue_of(1).unwrap();
     assert!(h.b.queues[q].seeky());
 }
+
+#[test]
+fn plugged_queue_injects_its_own_async_io() {
+    let mut h = Harness::rotational();
+    let r1 = h.submit(Io::read(1, 0, 64));
+    assert_eq!(h.dispatch(), Some(r1));
+    let s = h.b.in_service_queue;
+    // Idling boosts throughput here (rotational, sequential): the queue stays
+    // plugged, but its own process's async write may be injected.
+    let w1 = h.submit(Io::async_write(1, 5_000_000, 8));
+    let w2 = h.submit(Io::async_write(2, 6_000_000, 8));
+    assert_eq!(h.dispatch(), Some(w1));
+    assert_eq!(h.b.in_service_queue, s, "still plugged for the sync queue");
+    // The async queue's head now belongs to another process: no more injection.
+    assert_eq!(h.dispatch(), None);
+    let _ = w2;
+}
+
+#[test]
+fn inject_limit_opens_after_a_baseline_sample() {
+    let mut h = Harness::new();
+    h.advance(Ns::from_ms(2000));
+    // S: weight 80, QD1 reader with 1 ms think time; B: weight 40, backlogged.
+    // Asymmetric weights: S is plugged whenever it is empty.
+    let mut s_next = 0u64;
+    h.submit(Io::read(1, s_next, 8).level(0));
+    s_next += 8;
+    for i in 0..200u64 {
+        h.submit(Io::read(2, 90_000_000 + i * 8, 8));
+    }
+    let qs = h.b.sync_queue_of(1).unwrap();
+    let mut in_flight = Vec::new();
+    let mut injected_at = Vec::new();
+    for tick in 0..100u64 {
+        let t = Ns::from_ms(2000 + tick);
+        h.advance(t);
+        for rq in std::mem::take(&mut in_flight) {
+            h.complete(rq);
+        }
+        if tick % 2 == 1 {
+            h.submit(Io::read(1, s_next, 8).level(0));
+            s_next += 8;
+        }
+        while let Some(rq) = h.dispatch() {
+            if h.pid_of(rq) == 2 {
+                assert_eq!(h.b.in_service_queue, Some(qs), "B only ever injected");
+                injected_at.push(tick);
+            }
+            in_flight.push(rq);
+        }
+    }
+    // The limit was reset to 0 (short think time) by S's first request at 2000 ms;
+    // the first service-time sample may start 10 jiffies later and, once
+    // completed, lifts the limit to 1: B's requests are then injected while S idles.
+    // S's request at tick 11 is the sample (nothing in flight, 11 >= 10 jiffies
+    // after the reset); it completes at tick 12, the limit becomes 1 and B's head is
+    // injected at once while S idles; then at every service hole of S.
+    assert_eq!(injected_at[0], 12, "{injected_at:?}");
+    assert!(injected_at.iter().all(|t| t % 2 == 0), "{injected_at:?}");
+    assert!(h.b.queues[qs].inject_limit >= 1);
+    assert!(h.b.queues[qs].last_serv_time_ns > 0);
+}

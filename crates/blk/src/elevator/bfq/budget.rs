@@ -148,7 +148,10 @@ impl Bfq {
         {
             self.bfqq_charge_time(q, delta);
         }
-        // Weight-raising / soft-RT bookkeeping and injection state: not modelled.
+        // Weight-raising / soft-RT bookkeeping: not modelled.
+        self.rqs_injected = false;
+        self.wait_dispatch = false;
+        self.waited_rq = None;
         self.recalc_budget(ctx, q, reason);
         self.__bfqq_expire(q, reason);
         if !self.queues[q].busy

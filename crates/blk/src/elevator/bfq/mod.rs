@@ -41,6 +41,7 @@
 //! | `bfq_finish_requeue_request`, `bfq_completed_request` | `finish_request`/`requeue_request`, [`Bfq::bfq_completed_request`] |
 //! | `bfq_bfqq_expire`, `__bfq_bfqq_recalc_budget`, `bfq_bfqq_is_slow`, `bfq_bfqq_charge_time` | [`budget`] |
 //! | `bfq_better_to_idle`, `idling_needed_for_service_guarantees`, `bfq_asymmetric_scenario`, `bfq_arm_slice_timer`, `bfq_idle_slice_timer` | [`idle`] |
+//! | injection: `bfq_check_waker`, `bfq_choose_bfqq_for_injection`, `bfq_reset_inject_limit`, `bfq_update_inject_limit` | [`inject`] |
 //! | B-WF2Q+ | [`wf2q`] |
 //!
 //! # Not modelled yet (extension points)
@@ -50,8 +51,6 @@
 //!   place so the seed-4 variants can hook into [`Bfq::asymmetric_scenario`];
 //! - weight raising (`low_latency`: interactive, soft real-time, async raising, burst
 //!   detection) — `wr_coeff` is always 1, i.e. behaviour equals `low_latency=0`;
-//! - I/O injection while plugged (the plugged branch of `bfq_select_queue` returns
-//!   nothing), waker detection, inject limits;
 //! - queue merging (EQM, stable merge) and bio/request merging (`bio_merge` is not
 //!   offered; BFQ's `allow_merge` rules come with it);
 //! - peak-rate estimation: `bfq_max_budget` stays at its initial 16384 sectors unless
@@ -61,6 +60,7 @@
 
 pub mod budget;
 pub mod idle;
+pub mod inject;
 pub mod queue;
 pub mod wf2q;
 
@@ -174,6 +174,11 @@ pub struct Bfq {
     last_completion: Ns,
     /// The idle slice timer's expiry, when armed.
     idle_timer: Option<Ns>,
+    rqs_injected: bool,
+    wait_dispatch: bool,
+    waited_rq: Option<RqId>,
+    last_empty_occupied_ns: u64,
+    last_completed_rq_bfqq: Option<QueueId>,
     now: Ns,
     jiffies: u64,
     clock_seen: bool,
@@ -189,6 +194,9 @@ pub struct Bfq {
     pub expirations: Vec<ExpireEvent>,
     /// Log expirations into [`Bfq::expirations`].
     pub record_expirations: bool,
+    /// Diagnostics: requests dispatched by injection (from a queue other than the
+    /// one in service).
+    pub injected: u64,
 }
 
 impl Bfq {
@@ -228,6 +236,11 @@ impl Bfq {
             last_idling_start_jiffies: 0,
             last_completion: Ns::ZERO,
             idle_timer: None,
+            rqs_injected: false,
+            wait_dispatch: false,
+            waited_rq: None,
+            last_empty_occupied_ns: 0,
+            last_completed_rq_bfqq: None,
             now: Ns::ZERO,
             jiffies: 0,
             clock_seen: false,
@@ -240,6 +253,7 @@ impl Bfq {
             low_latency: true,
             expirations: Vec::new(),
             record_expirations: true,
+            injected: 0,
         }
     }
 
@@ -395,6 +409,10 @@ impl Bfq {
         let r = ctx.rqs.get(rq);
         let (pid, prio, sync) = (r.pid, r.ioprio, r.is_sync());
         let q = self.get_queue(pid, prio, sync);
+        self.bics
+            .get_mut(&pid)
+            .expect("bic created by get_queue")
+            .requests += 1;
         self.rq_seq += 1;
         let seq = self.rq_seq;
         *self.rqd_mut(rq) = RqData {
@@ -447,7 +465,17 @@ impl Bfq {
             return;
         }
         // bfq_sample_valid: samples > 80
-        bq.has_short_ttime = !(bq.ttime.samples > 80 && bq.ttime.mean > self.slice_idle >> 1);
+        let short = !(bq.ttime.samples > 80 && bq.ttime.mean > self.slice_idle >> 1);
+        let state_changed = short != bq.has_short_ttime;
+        bq.has_short_ttime = short;
+        let ms100 = self.msecs_to_jiffies(100);
+        if state_changed
+            && self.queues[q].last_serv_time_ns == 0
+            && (self.before_eq_jiffies(self.queues[q].decrease_time_jif.wrapping_add(ms100))
+                || !short)
+        {
+            self.reset_inject_limit(q);
+        }
     }
 
     /// `BFQ_RQ_SEEKY`.
@@ -546,6 +574,10 @@ impl Bfq {
         let sector = ctx.rqs.get(rq).sector.0;
         self.queues[q].queued[usize::from(sync)] += 1;
         self.queued += 1;
+        let pid = ctx.rqs.get(rq).pid;
+        if self.queues[q].sync && self.bics.get(&pid).is_some_and(|b| b.requests <= 1) {
+            self.inject_on_add(q);
+        }
         if self.queues[q].sync {
             self.update_io_intensity(q);
         }
@@ -806,6 +838,10 @@ impl Bfq {
             .expect("dispatch from an empty queue");
         let charge = self.serv_to_charge(ctx, rq, q);
         self.wf.served(q, charge);
+        if self.in_service_queue == Some(q) && self.wait_dispatch {
+            self.wait_dispatch = false;
+            self.waited_rq = Some(rq);
+        }
         // bfq_dispatch_remove
         self.queues[q].dispatched += 1;
         self.update_last_position(ctx, rq, q);
@@ -866,8 +902,8 @@ impl Bfq {
                     } else if self.queues[q].wait_request
                         || (self.queues[q].dispatched != 0 && self.better_to_idle(q))
                     {
-                        // Plugged: injection would pick another queue here.
-                        return None;
+                        // Plugged: `q` keeps the device; maybe inject another queue's I/O.
+                        return self.injection_candidate(ctx, q);
                     } else {
                         reason = Expiration::NoMoreRequests;
                     }
@@ -903,6 +939,9 @@ impl Bfq {
             return None;
         }
         let q = self.select_queue(ctx)?;
+        if self.in_service_queue != Some(q) {
+            self.injected += 1;
+        }
         let rq = self.dispatch_rq_from_bfqq(ctx, q);
         self.rqd_mut(rq).started = true;
         self.tot_rq_in_driver += 1;
@@ -952,6 +991,7 @@ impl Bfq {
         }
         self.queues[q].ttime.last_end_request = self.now;
         self.last_completion = self.now;
+        self.last_completed_rq_bfqq = Some(q);
         if self.in_service_queue == Some(q) {
             if self.must_idle(q) {
                 // Stay in service even if timed out: idling is due.
@@ -978,11 +1018,18 @@ impl Bfq {
         };
         self.set_clock(ctx);
         if d.started {
+            if self.waited_rq == Some(rq) {
+                self.update_inject_limit(q);
+            }
             self.bfq_completed_request(ctx, q);
         } else if d.in_sort {
             self.remove_request(ctx, rq);
         } else if d.in_dispatch_list {
             self.dispatch.retain(|&x| x != rq);
+        }
+        let pid = ctx.rqs.get(rq).pid;
+        if let Some(b) = self.bics.get_mut(&pid) {
+            b.requests = b.requests.saturating_sub(1);
         }
         self.rqd[rq.index()] = RqData::default();
     }

@@ -99,6 +99,24 @@ pub struct BfqQueue {
     pub io_start_time: u64,
     /// `tot_idle_time` (ns) within that window.
     pub tot_idle_time: u64,
+    /// `inject_limit`.
+    pub inject_limit: u32,
+    /// `last_serv_time_ns`: baseline total service time of a first request.
+    pub last_serv_time_ns: u64,
+    /// `decrease_time_jif`.
+    pub decrease_time_jif: u64,
+    /// `waker_bfqq`.
+    pub waker_bfqq: Option<QueueId>,
+    /// `tentative_waker_bfqq`.
+    pub tentative_waker_bfqq: Option<QueueId>,
+    /// `num_waker_detections`.
+    pub num_waker_detections: u32,
+    /// `waker_detection_started` (ns).
+    pub waker_detection_started: u64,
+    /// `woken_list`: queues this one wakes, most recent first.
+    pub woken_list: VecDeque<QueueId>,
+    /// Whose `woken_list` this queue is on (`woken_list_node`).
+    pub woken_of: Option<QueueId>,
 }
 
 impl BfqQueue {
@@ -132,6 +150,16 @@ impl BfqQueue {
             },
             io_start_time: now.0,
             tot_idle_time: 0,
+            // kzalloc'ed in the kernel.
+            inject_limit: 0,
+            last_serv_time_ns: 0,
+            decrease_time_jif: 0,
+            waker_bfqq: None,
+            tentative_waker_bfqq: None,
+            num_waker_detections: 0,
+            waker_detection_started: 0,
+            woken_list: VecDeque::new(),
+            woken_of: None,
         }
     }
 
@@ -155,6 +183,8 @@ pub struct Bic {
     pub sync_q: Option<QueueId>,
     /// `bic->bfqq[0]`.
     pub async_q: Option<QueueId>,
+    /// `bic->requests`: requests of the process allocated and not yet freed.
+    pub requests: u32,
 }
 
 /// Per-request scheduler data, indexed by [`RqId::index`].

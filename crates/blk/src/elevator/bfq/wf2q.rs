@@ -18,7 +18,7 @@
 //! The queue-weights tree (`bfqd->queue_weights_tree`, `bfq_weights_tree_add/remove`)
 //! lives here as well, because `__bfq_entity_update_weight_prio` updates it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// `WFQ_SERVICE_SHIFT`.
 pub const WFQ_SERVICE_SHIFT: u32 = 22;
@@ -165,6 +165,9 @@ pub struct Wf2q {
     pub cl_idle_timeout: u64,
     /// `queue_weights_tree`: weight → `num_active`.
     pub weights: BTreeMap<u32, u32>,
+    /// `bfqd->active_list`: queues on an active tree, most recently inserted first
+    /// (the scan order of `bfq_choose_bfqq_for_injection`).
+    pub active_list: VecDeque<EntityId>,
     seq: u64,
     /// Diagnostics: times `bfq_forget_idle` lowered a tree's `vtime` (the kernel
     /// quirk, the only way `vtime` goes back).
@@ -185,6 +188,7 @@ impl Wf2q {
             class_idle_last_service: jiffies,
             cl_idle_timeout: (hz / 5) as u64,
             weights: BTreeMap::new(),
+            active_list: VecDeque::new(),
             seq: 0,
             vtime_lowered: 0,
             ineligible_selections: 0,
@@ -216,6 +220,8 @@ impl Wf2q {
         let k = self.next_key(id);
         self.st[c].active.insert((k.0, k.1, id));
         self.ents[id].tree = Some(TreeKind::Active);
+        // list_add(&bfqq->bfqq_list, &bfqd->active_list)
+        self.active_list.push_front(id);
     }
 
     /// `bfq_active_extract`.
@@ -224,6 +230,9 @@ impl Wf2q {
         let removed = self.st[c].active.remove(&(k.0, k.1, id));
         debug_assert!(removed, "active_extract of an entity not on the tree");
         self.ents[id].tree = None;
+        if let Some(pos) = self.active_list.iter().position(|&x| x == id) {
+            self.active_list.remove(pos);
+        }
     }
 
     /// `bfq_idle_insert`.
