@@ -584,3 +584,19 @@ fn inject_limit_opens_after_a_baseline_sample() {
     assert!(h.b.queues[qs].inject_limit >= 1);
     assert!(h.b.queues[qs].last_serv_time_ns > 0);
 }
+
+#[test]
+fn hz_250_timeouts_and_out_of_range_levels() {
+    let mut h = Harness::with(blk::elevator::QueueParams {
+        hz: 250,
+        ..blk::elevator::QueueParams::default()
+    });
+    // HZ/8 = 31 jiffies = 124 ms.
+    assert_eq!(h.b.get_tunable("timeout_sync").unwrap(), "124");
+    let rq = h.submit(Io::read(1, 0, 8).level(9));
+    let q = h.b.queue_of(rq).unwrap();
+    assert_eq!(h.b.entity(q).weight, 10, "clamped to level 7");
+    // A spurious timer call does nothing.
+    h.call(|b, c| b.timer_fired(c));
+    assert_eq!(h.dispatch(), Some(rq));
+}

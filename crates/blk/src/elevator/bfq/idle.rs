@@ -108,6 +108,11 @@ impl Bfq {
 
     /// `bfq_idle_slice_timer` / `bfq_idle_slice_timer_body`.
     pub(super) fn idle_slice_timer(&mut self, ctx: &mut ElvCtx) {
+        // Only an armed, due timer fires (a cancelled hrtimer never runs).
+        match self.idle_timer {
+            Some(due) if due <= self.now => {}
+            _ => return,
+        }
         self.idle_timer = None;
         let Some(q) = self.in_service_queue else {
             return;

@@ -24,7 +24,8 @@ pub fn ioprio_to_weight(ioprio: u8) -> u32 {
 
 /// `bfq_set_next_ioprio_data`, the class/level part: class NONE inherits from the
 /// CPU nice value (`task_nice_ioprio`/`task_nice_ioclass`), modelled as nice 0 →
-/// BE level 4; IDLE is forced to level 7; levels ≥ 8 are clamped. Returns
+/// BE level 4; IDLE is forced to level 7; out-of-range levels (which the kernel's
+/// `ioprio_check_cap` never lets through) are clamped to 7. Returns
 /// `(class index, level)`.
 pub fn effective_ioprio(p: IoPrio) -> (usize, u8) {
     let (c, l) = match p.class {
@@ -33,7 +34,7 @@ pub fn effective_ioprio(p: IoPrio) -> (usize, u8) {
         IoClass::Be => (CLASS_BE, p.level),
         IoClass::Idle => (CLASS_IDLE, 7),
     };
-    (c, l.min(IOPRIO_NR_LEVELS))
+    (c, l.min(IOPRIO_NR_LEVELS - 1))
 }
 
 /// Think-time statistics (`struct bfq_ttime`).
