@@ -21,6 +21,7 @@ enum Step {
         sync: bool,
         sector: u64,
         sectors: u32,
+        bio: bool,
     },
     Dispatch,
     Complete(usize),
@@ -29,16 +30,27 @@ enum Step {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        4 => (1u32..6, 0u8..8, 0u8..8, any::<bool>(), 0u64..4000, 1u32..129).prop_map(
-            |(pid, level, class, sync, sector, sectors)| Step::Insert {
+        4 => (
+            (1u32..6, 0u8..8, 0u8..8, any::<bool>(), any::<bool>()),
+            (0u64..60, 1u32..129, 0u8..4, any::<bool>()),
+        )
+            .prop_map(|((pid, level, class, sync, default_prio), (sector, sectors, align, bio))| Step::Insert {
                 pid,
-                level,
-                class,
+                // Half the requests use the default priority so that merges (which
+                // need equal priorities) happen.
+                level: if default_prio { 4 } else { level },
+                class: if default_prio { 3 } else { class },
                 sync,
-                sector: sector * 64,
-                sectors,
-            }
-        ),
+                // Some requests land exactly after another one so that bio and
+                // insert merges happen.
+                sector: if align == 0 {
+                    sector * 64 + 64 - (sectors as u64 % 64 + 1)
+                } else {
+                    sector * 64
+                },
+                sectors: if align == 0 { sectors % 64 + 1 } else { sectors },
+                bio,
+            }),
         4 => Just(Step::Dispatch),
         3 => (0usize..64).prop_map(Step::Complete),
         2 => (0u64..30_000).prop_map(Step::Advance),
@@ -53,6 +65,7 @@ struct Run {
     in_flight: Vec<RqId>,
     vtime: [u64; 3],
     lowered: u64,
+    absorbed: Vec<u64>,
 }
 
 impl Run {
@@ -68,6 +81,7 @@ impl Run {
             in_flight: Vec::new(),
             vtime: [0; 3],
             lowered: 0,
+            absorbed: Vec::new(),
         }
     }
 
@@ -106,6 +120,7 @@ impl Run {
                 sync,
                 sector,
                 sectors,
+                bio,
             } => {
                 let class = match class {
                     0 => IoClass::Rt,
@@ -126,9 +141,23 @@ impl Run {
                     class,
                     level,
                 };
-                let rq = self.h.submit(io);
-                self.serial_of.insert(rq, self.next_serial);
-                self.next_serial += 1;
+                let before = self.h.freed_log.len();
+                let rq = if bio {
+                    self.h.submit_bio(io)
+                } else {
+                    Some(self.h.submit(io))
+                };
+                if let Some(rq) = rq {
+                    self.serial_of.insert(rq, self.next_serial);
+                    self.next_serial += 1;
+                }
+                // Requests absorbed by an insert merge are freed, never dispatched
+                // (the newest first: its serial is the one just assigned).
+                for &gone in &self.h.freed_log[before..] {
+                    if let Some(s) = self.serial_of.remove(&gone) {
+                        self.absorbed.push(s);
+                    }
+                }
             }
             Step::Dispatch => {
                 self.dispatch();
@@ -204,12 +233,29 @@ fn run_from(steps: &[Step], rotational: bool, start: Ns) -> Result<(), TestCaseE
     let n = d.len();
     d.dedup();
     prop_assert_eq!(d.len(), n, "a request was dispatched twice");
-    prop_assert_eq!(n as u64, r.next_serial, "every request is dispatched");
+    prop_assert_eq!(
+        n as u64 + r.absorbed.len() as u64,
+        r.next_serial,
+        "every request not absorbed by a merge is dispatched"
+    );
+    for s in &r.absorbed {
+        prop_assert!(
+            d.binary_search(s).is_err(),
+            "an absorbed request was dispatched"
+        );
+    }
     prop_assert_eq!(r.h.b.queued, 0);
     prop_assert_eq!(r.h.b.tot_rq_in_driver, 0);
     prop_assert_eq!(r.h.b.tot_busy_queues(), 0);
     prop_assert!(r.h.b.wf.weights.is_empty(), "weights tree empties");
     prop_assert_eq!(r.h.b.num_groups_with_pending_reqs, 0);
+    if std::env::var("BFQ_PROP_STATS").is_ok() {
+        eprintln!(
+            "absorbed {} merges {:?}",
+            r.absorbed.len(),
+            r.h.merge.merges
+        );
+    }
     Ok(())
 }
 
@@ -240,6 +286,6 @@ proptest! {
             prop_assert!(r.h.b.tot_rq_in_driver <= 1);
         }
         r.drain()?;
-        prop_assert_eq!(r.dispatched.len() as u64, r.next_serial);
+        prop_assert_eq!(r.dispatched.len() as u64 + r.absorbed.len() as u64, r.next_serial);
     }
 }

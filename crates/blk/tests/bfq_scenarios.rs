@@ -9,7 +9,8 @@ use blk::elevator::bfq::Expiration;
 use blk::elevator::Elevator;
 use blk::types::{IoClass, Ns};
 
-/// Keep `per_pid` sequential 8-sector reads queued for each of `pids`, run the
+/// Keep `per_pid` near-sequential 8-sector reads (every other 8 sectors, so that
+/// they do not merge) queued for each of `pids`, run the
 /// device at queue depth 1 with `svc` per request, and return the sectors
 /// dispatched per pid over `n` dispatches.
 fn backlogged(h: &mut Harness, pids: &[(u32, u8)], per_pid: usize, n: usize, svc: Ns) -> Vec<u64> {
@@ -18,7 +19,7 @@ fn backlogged(h: &mut Harness, pids: &[(u32, u8)], per_pid: usize, n: usize, svc
     for (i, &(pid, level)) in pids.iter().enumerate() {
         for _ in 0..per_pid {
             h.submit(Io::read(pid, next_sector[i], 8).level(level));
-            next_sector[i] += 8;
+            next_sector[i] += 16;
         }
     }
     let mut served = vec![0u64; pids.len()];
@@ -31,7 +32,7 @@ fn backlogged(h: &mut Harness, pids: &[(u32, u8)], per_pid: usize, n: usize, svc
         served[i] += 8;
         // The process immediately issues its next request.
         h.submit(Io::read(pid, next_sector[i], 8).level(level_of(pid)));
-        next_sector[i] += 8;
+        next_sector[i] += 16;
         let t = h.now.add(svc.0);
         h.advance(t);
         h.complete(rq);
@@ -172,9 +173,10 @@ fn budget_exhaustion_then_next_eligible_queue() {
     let mut h = Harness::new();
     // Both processes queue 2000 sequential 8-sector reads at t=0; A (pid 1) is
     // activated first and wins the tie on finish time (equal keys go right).
+    // (8-sector reads every 16 sectors: adjacent ones would be insert-merged.)
     for i in 0..2000u64 {
-        h.submit(Io::read(1, i * 8, 8));
-        h.submit(Io::read(2, 50_000_000 + i * 8, 8));
+        h.submit(Io::read(1, i * 16, 8));
+        h.submit(Io::read(2, 50_000_000 + i * 16, 8));
     }
     let qa = h.b.sync_queue_of(1).unwrap();
     let qb = h.b.sync_queue_of(2).unwrap();
@@ -210,8 +212,8 @@ fn budget_exhaustion_then_next_eligible_queue() {
 fn budget_timeout_expires_a_slow_queue_and_charges_time() {
     let mut h = Harness::new();
     for i in 0..1000u64 {
-        h.submit(Io::read(1, i * 8, 8));
-        h.submit(Io::read(2, 50_000_000 + i * 8, 8));
+        h.submit(Io::read(1, i * 16, 8));
+        h.submit(Io::read(2, 50_000_000 + i * 16, 8));
     }
     let qa = h.b.sync_queue_of(1).unwrap();
     // 1 ms per request: A reaches its budget timeout (125 jiffies at HZ 1000)
@@ -385,7 +387,7 @@ fn hole_recovery_backshifts_and_preempts() {
     h.b.set_tunable("slice_idle", "0").unwrap();
     let a1 = h.submit(Io::read(1, 0, 8));
     for i in 0..100u64 {
-        h.submit(Io::read(2, 1_000_000 + i * 8, 8));
+        h.submit(Io::read(2, 1_000_000 + i * 16, 8));
     }
     let (qa, qb) = (h.b.sync_queue_of(1).unwrap(), h.b.sync_queue_of(2).unwrap());
     assert_eq!(h.dispatch(), Some(a1));
@@ -425,12 +427,12 @@ fn hole_recovery_backshifts_and_preempts() {
 fn idle_class_gets_one_request_every_200_ms() {
     let mut h = Harness::new();
     for i in 0..10u64 {
-        h.submit(Io::read(9, 5_000_000 + i * 8, 8).class(IoClass::Idle));
+        h.submit(Io::read(9, 5_000_000 + i * 16, 8).class(IoClass::Idle));
     }
     let mut next = 0u64;
     for _ in 0..4 {
         h.submit(Io::read(1, next, 8));
-        next += 8;
+        next += 16;
     }
     let mut idle_at = Vec::new();
     while h.now < Ns::from_ms(1010) {
@@ -439,7 +441,7 @@ fn idle_class_gets_one_request_every_200_ms() {
             idle_at.push(h.now.0 / Ns::MS);
         } else {
             h.submit(Io::read(1, next, 8));
-            next += 8;
+            next += 16;
         }
         let t = h.now.add(Ns::MS);
         h.advance(t);
@@ -484,7 +486,7 @@ fn fifo_is_checked_once_per_slot() {
     let far_back = h.submit(Io::read(1, 0, 8));
     let far_ahead = h.submit(Io::read(1, 20_000_000, 8));
     let fwd: Vec<_> = (0..4u64)
-        .map(|i| h.submit(Io::read(1, 10_000_008 + i * 8, 8)))
+        .map(|i| h.submit(Io::read(1, 10_000_008 + i * 16, 8)))
         .collect();
     // Both old requests expire (fifo_expire_sync = 125 ms) before the new slot.
     h.advance(Ns::from_ms(140));
@@ -548,9 +550,9 @@ fn inject_limit_opens_after_a_baseline_sample() {
     // Asymmetric weights: S is plugged whenever it is empty.
     let mut s_next = 0u64;
     h.submit(Io::read(1, s_next, 8).level(0));
-    s_next += 8;
+    s_next += 16;
     for i in 0..200u64 {
-        h.submit(Io::read(2, 90_000_000 + i * 8, 8));
+        h.submit(Io::read(2, 90_000_000 + i * 16, 8));
     }
     let qs = h.b.sync_queue_of(1).unwrap();
     let mut in_flight = Vec::new();
@@ -563,7 +565,7 @@ fn inject_limit_opens_after_a_baseline_sample() {
         }
         if tick % 2 == 1 {
             h.submit(Io::read(1, s_next, 8).level(0));
-            s_next += 8;
+            s_next += 16;
         }
         while let Some(rq) = h.dispatch() {
             if h.pid_of(rq) == 2 {
@@ -599,4 +601,43 @@ fn hz_250_timeouts_and_out_of_range_levels() {
     // A spurious timer call does nothing.
     h.call(|b, c| b.timer_fired(c));
     assert_eq!(h.dispatch(), Some(rq));
+}
+
+#[test]
+fn bios_merge_only_into_requests_of_their_own_queue() {
+    let mut h = Harness::new();
+    let a = h.submit_bio(Io::read(1, 0, 8)).unwrap();
+    // Back merge by the same process.
+    assert_eq!(h.submit_bio(Io::read(1, 8, 8)), None);
+    assert_eq!(h.rqs.get(a).nr_sectors, 16);
+    // Another process's adjacent bio goes to its own queue (bfq_allow_bio_merge).
+    let b = h.submit_bio(Io::read(2, 24, 8)).unwrap();
+    assert_ne!(h.b.queue_of(a), h.b.queue_of(b));
+    // Front merge into the process's own request.
+    assert_eq!(h.submit_bio(Io::read(2, 16, 8)), None);
+    assert_eq!(h.rqs.get(b).sector.0, 16);
+    // A sync bio never merges into an async request (a request is built for it;
+    // the block layer's insert merge, which BFQ does not filter, then absorbs it).
+    let _w = h.submit_bio(Io::async_write(3, 1000, 8)).unwrap();
+    let mut sync_w = Io::async_write(3, 1008, 8);
+    sync_w.sync = true;
+    let before = h.freed_log.len();
+    let r = h.submit_bio(sync_w).expect("no bio merge");
+    assert_eq!(h.freed_log[before..], [r]);
+    h.b.check_invariants().unwrap();
+}
+
+#[test]
+fn insert_merges_follow_the_block_layer_even_across_queues() {
+    // blk_mq_sched_try_insert_merge does not consult BFQ: an adjacent request of
+    // another process is absorbed, and leaves no trace in its own queue.
+    let mut h = Harness::new();
+    let a = h.submit(Io::read(1, 0, 8));
+    let b = h.submit(Io::read(2, 8, 8));
+    assert_eq!(h.freed_log, [b]);
+    assert_eq!(h.rqs.get(a).nr_sectors, 16);
+    assert_eq!(h.b.queued, 1);
+    h.b.check_invariants().unwrap();
+    assert_eq!(h.dispatch(), Some(a));
+    assert_eq!(h.dispatch(), None);
 }

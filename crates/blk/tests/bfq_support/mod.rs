@@ -16,6 +16,8 @@ pub struct Harness {
     pub merge: MergeState,
     pub now: Ns,
     pub hz: u32,
+    /// Requests absorbed by merges and freed, in order.
+    pub freed_log: Vec<RqId>,
 }
 
 /// What a test submits.
@@ -81,6 +83,7 @@ impl Harness {
             merge: MergeState::default(),
             now: Ns::ZERO,
             hz: p.hz,
+            freed_log: Vec::new(),
         }
     }
 
@@ -108,8 +111,8 @@ impl Harness {
         self.now = self.now.max(t);
     }
 
-    pub fn submit(&mut self, io: Io) -> RqId {
-        let b = Bio {
+    fn bio_of(io: Io) -> Bio {
+        Bio {
             op: io.op,
             flags: if io.sync && io.op != Op::Read {
                 ReqFlags::SYNC
@@ -126,7 +129,13 @@ impl Harness {
             cpu: 0,
             cgroup: CgroupId(0),
             owner: 0,
-        };
+        }
+    }
+
+    /// A new request (prepare + insert). It may be absorbed by an insert merge
+    /// (then it is freed and logged in `freed_log`).
+    pub fn submit(&mut self, io: Io) -> RqId {
+        let b = Self::bio_of(io);
         let bid = self.bios.alloc(b);
         let id = self.rqs.alloc(Request::from_bio(&b, bid, self.now));
         self.rqs.get_mut(id).uses_sched = true;
@@ -134,7 +143,29 @@ impl Harness {
             k.prepare_request(c, id);
             k.insert_requests(c, &[id], false);
         });
+        self.free_merged();
         id
+    }
+
+    /// A bio: elevator bio merge first, else a new request. `None` when merged.
+    pub fn submit_bio(&mut self, io: Io) -> Option<RqId> {
+        let b = Self::bio_of(io);
+        let bid = self.bios.alloc(b);
+        if self.call(|k, c| k.bio_merge(c, &b, bid)) {
+            self.free_merged();
+            return None;
+        }
+        self.bios.free(bid);
+        Some(self.submit(io))
+    }
+
+    /// The block layer frees requests absorbed by merges (running finish_request).
+    fn free_merged(&mut self) {
+        while let Some(id) = self.merge.freed.pop() {
+            self.call(|k, c| k.finish_request(c, id));
+            self.rqs.free(id);
+            self.freed_log.push(id);
+        }
     }
 
     pub fn dispatch(&mut self) -> Option<RqId> {
@@ -153,8 +184,10 @@ impl Harness {
             k.finish_request(c, rq);
         });
         let r = self.rqs.free(rq);
-        if let Some(b) = r.bio_head {
-            self.bios.free(b);
+        let mut b = r.bio_head;
+        while let Some(id) = b {
+            b = self.bios.next(id);
+            self.bios.free(id);
         }
     }
 

@@ -42,6 +42,7 @@
 //! | `bfq_bfqq_expire`, `__bfq_bfqq_recalc_budget`, `bfq_bfqq_is_slow`, `bfq_bfqq_charge_time` | [`budget`] |
 //! | `bfq_better_to_idle`, `idling_needed_for_service_guarantees`, `bfq_asymmetric_scenario`, `bfq_arm_slice_timer`, `bfq_idle_slice_timer` | [`idle`] |
 //! | injection: `bfq_check_waker`, `bfq_choose_bfqq_for_injection`, `bfq_reset_inject_limit`, `bfq_update_inject_limit` | [`inject`] |
+//! | `bfq_bio_merge`, `bfq_allow_bio_merge`, `bfq_request_merge(d)`, `bfq_requests_merged` | [`merge`] |
 //! | B-WF2Q+ | [`wf2q`] |
 //!
 //! # Not modelled yet (extension points)
@@ -51,8 +52,7 @@
 //!   place so the seed-4 variants can hook into [`Bfq::asymmetric_scenario`];
 //! - weight raising (`low_latency`: interactive, soft real-time, async raising, burst
 //!   detection) — `wr_coeff` is always 1, i.e. behaviour equals `low_latency=0`;
-//! - queue merging (EQM, stable merge) and bio/request merging (`bio_merge` is not
-//!   offered; BFQ's `allow_merge` rules come with it);
+//! - queue merging (EQM `bfq_setup_cooperator`, stable merge, splitting);
 //! - peak-rate estimation: `bfq_max_budget` stays at its initial 16384 sectors unless
 //!   `max_budget`/`timeout_sync` is written (then the formula of the initial estimate
 //!   is used);
@@ -61,11 +61,13 @@
 pub mod budget;
 pub mod idle;
 pub mod inject;
+pub mod merge;
 pub mod queue;
 pub mod wf2q;
 
 use crate::elevator::{unknown_tunable, Elevator, ElvCtx, QueueParams, TunableError, TunableInfo};
-use crate::request::RqId;
+use crate::merge::MergeKind;
+use crate::request::{Bio, BioId, RqId};
 use crate::types::{Ns, ReqFlags};
 use queue::{effective_ioprio, ioprio_to_weight, BfqQueue, Bic, QueueId, RqData};
 use std::collections::{HashMap, VecDeque};
@@ -333,6 +335,12 @@ impl Bfq {
             as i64
     }
 
+    /// The request's key in its queue's sort tree.
+    fn sort_key(&self, rq: RqId) -> (u64, u64, RqId) {
+        let d = &self.rqd[rq.index()];
+        (d.sector, d.seq, rq)
+    }
+
     fn rqd(&self, rq: RqId) -> &RqData {
         &self.rqd[rq.index()]
     }
@@ -415,12 +423,21 @@ impl Bfq {
             .requests += 1;
         self.rq_seq += 1;
         let seq = self.rq_seq;
+        let (sector, end, mergeable) = {
+            let r = ctx.rqs.get(rq);
+            (r.sector.0, r.end().0, crate::merge::rq_mergeable(r))
+        };
         *self.rqd_mut(rq) = RqData {
             bfqq: Some(q),
             seq,
             sync,
+            sector,
             ..RqData::default()
         };
+        // blk_mq_sched_try_insert_merge (after bfq_init_rq, as in v6.13)
+        if mergeable && crate::merge::attempt_insert_merge(ctx, self, rq) {
+            return;
+        }
         if at_head {
             self.rqd_mut(rq).in_dispatch_list = true;
             self.dispatch.push_front(rq);
@@ -435,6 +452,12 @@ impl Bfq {
         self.rqd_mut(rq).fifo_time = fifo_time;
         self.queues[q].fifo.push_back(rq);
         self.rq_enqueued(ctx, q, rq);
+        if mergeable {
+            ctx.merge.rqhash_add(rq, end);
+            if ctx.merge.last_merge.is_none() {
+                ctx.merge.last_merge = Some(rq);
+            }
+        }
     }
 
     /// `bfq_update_io_thinktime` (v6.13: only when nothing is queued or in flight).
@@ -570,8 +593,8 @@ impl Bfq {
 
     /// `bfq_add_request`.
     pub fn add_request(&mut self, ctx: &mut ElvCtx, q: QueueId, rq: RqId) {
-        let (sync, seq) = (self.rqd(rq).sync, self.rqd(rq).seq);
-        let sector = ctx.rqs.get(rq).sector.0;
+        let sync = self.rqd(rq).sync;
+        let key = self.sort_key(rq);
         self.queues[q].queued[usize::from(sync)] += 1;
         self.queued += 1;
         let pid = ctx.rqs.get(rq).pid;
@@ -581,7 +604,7 @@ impl Bfq {
         if self.queues[q].sync {
             self.update_io_intensity(q);
         }
-        self.queues[q].sort.insert((sector, seq, rq));
+        self.queues[q].sort.insert(key);
         self.rqd_mut(rq).in_sort = true;
         let prev = self.queues[q].next_rq;
         let next = self.choose_req(ctx, prev, Some(rq), self.last_position);
@@ -781,7 +804,7 @@ impl Bfq {
         if let Some(rq) = self.check_fifo(q, last) {
             return Some(rq);
         }
-        let key = (ctx.rqs.get(last).sector.0, self.rqd(last).seq, last);
+        let key = self.sort_key(last);
         let sort = &self.queues[q].sort;
         let prev = sort.range(..key).next_back().map(|k| k.2);
         let next = sort
@@ -806,9 +829,10 @@ impl Bfq {
         }
         self.queues[q].queued[usize::from(d.sync)] -= 1;
         self.queued -= 1;
-        let sector = ctx.rqs.get(rq).sector.0;
-        self.queues[q].sort.remove(&(sector, d.seq, rq));
+        let key = self.sort_key(rq);
+        self.queues[q].sort.remove(&key);
         self.rqd_mut(rq).in_sort = false;
+        ctx.merge.forget(rq);
         if self.queues[q].sort.is_empty() {
             self.queues[q].next_rq = None;
             if self.queues[q].busy && self.in_service_queue != Some(q) {
@@ -1083,6 +1107,30 @@ impl Elevator for Bfq {
 
     fn single_queue(&self) -> bool {
         true
+    }
+
+    fn bio_merge(&mut self, ctx: &mut ElvCtx, bio: &Bio, bio_id: BioId) -> bool {
+        self.bfq_bio_merge(ctx, bio, bio_id)
+    }
+
+    fn request_merge(&mut self, ctx: &mut ElvCtx, bio: &Bio) -> Option<(RqId, MergeKind)> {
+        self.bfq_request_merge(ctx, bio)
+    }
+
+    fn request_merged(&mut self, ctx: &mut ElvCtx, rq: RqId, kind: MergeKind) {
+        self.bfq_request_merged(ctx, rq, kind);
+    }
+
+    fn requests_merged(&mut self, ctx: &mut ElvCtx, rq: RqId, next: RqId) {
+        self.bfq_requests_merged(ctx, rq, next);
+    }
+
+    fn next_request(&self, _ctx: &ElvCtx, rq: RqId) -> Option<RqId> {
+        self.latter_request(rq)
+    }
+
+    fn former_request(&self, _ctx: &ElvCtx, rq: RqId) -> Option<RqId> {
+        self.former_rq(rq)
     }
 
     fn insert_requests(&mut self, ctx: &mut ElvCtx, rqs: &[RqId], at_head: bool) {

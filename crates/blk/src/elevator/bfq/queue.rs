@@ -197,6 +197,8 @@ pub struct RqData {
     pub fifo_time: Ns,
     /// Insertion sequence (sort-tree tie break).
     pub seq: u64,
+    /// Start sector the request is sorted under (`blk_rq_pos` when it was placed).
+    pub sector: u64,
     /// Sits in its queue's sort tree.
     pub in_sort: bool,
     /// Sits in the `bfqd->dispatch` list.
