@@ -222,7 +222,14 @@ fn run(steps: &[Step], rotational: bool) -> Result<(), TestCaseError> {
 /// Start the clock at `start`: from 1 s of jiffies on, a sync queue's first request
 /// resets its inject limit, so injection takes part.
 fn run_from(steps: &[Step], rotational: bool, start: Ns) -> Result<(), TestCaseError> {
+    run_with(steps, rotational, start, false)
+}
+
+fn run_with(steps: &[Step], rotational: bool, start: Ns, wr: bool) -> Result<(), TestCaseError> {
     let mut r = Run::new(rotational);
+    if wr {
+        r.h.b.set_tunable("low_latency", "1").unwrap();
+    }
     r.h.advance(start);
     for s in steps {
         r.apply(s)?;
@@ -275,6 +282,11 @@ proptest! {
     #[test]
     fn dispatch_once_with_injection_active(steps in prop::collection::vec(step(), 1..300)) {
         run_from(&steps, false, Ns::from_ms(2000))?;
+    }
+
+    #[test]
+    fn dispatch_once_with_weight_raising(steps in prop::collection::vec(step(), 1..300), hdd in any::<bool>()) {
+        run_with(&steps, hdd, Ns::from_ms(2000), true)?;
     }
 
     #[test]

@@ -43,7 +43,7 @@ fn backlogged(h: &mut Harness, pids: &[(u32, u8)], per_pid: usize, n: usize, svc
 
 #[test]
 fn tunables_have_kernel_names_units_and_defaults() {
-    let h = Harness::new();
+    let h = Harness::with_wr(blk::elevator::QueueParams::default());
     let names: Vec<_> = h.b.tunables().iter().map(|t| t.name).collect();
     assert_eq!(
         names,
@@ -640,4 +640,90 @@ fn insert_merges_follow_the_block_layer_even_across_queues() {
     h.b.check_invariants().unwrap();
     assert_eq!(h.dispatch(), Some(a));
     assert_eq!(h.dispatch(), None);
+}
+
+#[test]
+fn new_sync_queue_is_raised_as_interactive() {
+    let mut h = Harness::with_wr(blk::elevator::QueueParams::default());
+    let r1 = h.submit(Io::read(1, 0, 8));
+    let q = h.b.queue_of(r1).unwrap();
+    let e = h.b.entity(q);
+    // Idle "since ever": interactive, wr_coeff 30 -> weight 40 * 30; budget cut to
+    // 2 * min_budget; out of the weights tree; counted in wr_busy_queues.
+    assert_eq!((e.wr_coeff, e.weight, e.budget), (30, 1200, 1024));
+    assert!(h.b.wf.weights.is_empty());
+    assert_eq!(h.b.wr_busy_queues, 1);
+    // Duration from the initial non-rotational peak-rate estimate:
+    // 33000 * 2500 ms / 22000 = 3750 jiffies.
+    assert_eq!(h.b.wr_duration(), 3750);
+    assert_eq!(h.b.queues[q].wr_cur_max_time, 3750);
+    assert_eq!(h.dispatch(), Some(r1));
+    // Budget timeout scaled by weight / orig_weight = 30.
+    assert_eq!(h.b.queues[q].budget_timeout, 125 * 30);
+    h.advance(Ns::from_ms(1));
+    h.complete(r1);
+    assert_eq!(
+        h.b.next_timer(),
+        Some(Ns::from_ms(21)),
+        "raised queues idle >= 20 ms"
+    );
+}
+
+#[test]
+fn interactive_raising_ends_after_max_service_from_wr() {
+    let mut h = Harness::with_wr(blk::elevator::QueueParams::default());
+    let mut sector = 0;
+    let mut served = 0i64;
+    let q = loop {
+        let rq = h.submit(Io::read(1, sector, 1024));
+        sector += 2048;
+        let q = h.b.queue_of(rq).unwrap();
+        assert_eq!(h.dispatch(), Some(rq));
+        served += 1024;
+        let t = h.now.add(Ns::MS);
+        h.advance(t);
+        h.complete(rq);
+        if h.b.entity(q).wr_coeff == 1 {
+            break q;
+        }
+        assert!(served < 200_000, "raising never ended");
+    };
+    // Ended at the first dispatch with service_from_wr > 120000 sectors.
+    assert_eq!(served, 118 * 1024);
+    assert_eq!(h.b.entity(q).weight, 40, "weight restored at once");
+    assert_eq!(h.b.wr_busy_queues, 0);
+}
+
+#[test]
+fn low_latency_off_ends_raising() {
+    let mut h = Harness::with_wr(blk::elevator::QueueParams::default());
+    let r1 = h.submit(Io::read(1, 0, 8));
+    let q = h.b.queue_of(r1).unwrap();
+    assert_eq!(h.b.wr_busy_queues, 1);
+    h.b.set_tunable("low_latency", "0").unwrap();
+    assert_eq!(h.b.entity(q).wr_coeff, 1);
+    assert_eq!(h.b.wr_busy_queues, 0);
+    assert_eq!(h.dispatch(), Some(r1));
+}
+
+#[test]
+fn large_burst_of_new_queues_is_not_raised() {
+    let mut h = Harness::with_wr(blk::elevator::QueueParams::default());
+    let mut qs = Vec::new();
+    for pid in 1..=9u32 {
+        h.advance(Ns::from_ms(pid as u64));
+        let rq = h.submit(Io::read(pid, pid as u64 * 1_000_000, 8));
+        qs.push(h.b.queue_of(rq).unwrap());
+    }
+    // Queues 1..7 were raised before the burst became large (8 queues within
+    // 180 ms); from the 8th on, queues in the burst are never raised.
+    for (i, &q) in qs.iter().enumerate() {
+        let wr = h.b.entity(q).wr_coeff;
+        assert_eq!(wr, if i < 7 { 30 } else { 1 }, "queue {i}");
+        assert!(h.b.queues[q].in_large_burst, "queue {i}");
+    }
+    // A raised queue of the burst loses raising when it is next served.
+    let rq = h.dispatch().unwrap();
+    let q = h.b.queue_of(rq).unwrap();
+    assert_eq!(h.b.entity(q).wr_coeff, 1);
 }

@@ -75,7 +75,15 @@ impl Harness {
         })
     }
 
+    /// Weight raising off (`low_latency=0`): the hand-worked core scenarios.
     pub fn with(p: QueueParams) -> Harness {
+        let mut h = Harness::with_wr(p);
+        h.b.set_tunable("low_latency", "0").unwrap();
+        h
+    }
+
+    /// Kernel defaults, weight raising on.
+    pub fn with_wr(p: QueueParams) -> Harness {
         Harness {
             b: Bfq::new(&p),
             rqs: RqArena::new(),

@@ -61,7 +61,7 @@ impl Bfq {
             e.budget = tot;
         }
         let extra = (tot - e.service).max(0);
-        self.wf.served(q, extra);
+        self.bfqq_served(q, extra);
     }
 
     /// `__bfq_bfqq_recalc_budget`: budget feedback at expiration.
@@ -148,7 +148,16 @@ impl Bfq {
         {
             self.bfqq_charge_time(q, delta);
         }
-        // Weight-raising / soft-RT bookkeeping: not modelled.
+        if self.low_latency && self.wf.ents[q].wr_coeff == 1 {
+            self.queues[q].last_wr_start_finish = self.jiffies;
+        }
+        if self.low_latency && self.queues[q].sort.is_empty() {
+            if self.queues[q].dispatched == 0 {
+                self.queues[q].soft_rt_next_start = self.softrt_next_start(q);
+            } else {
+                self.queues[q].softrt_update = true;
+            }
+        }
         self.rqs_injected = false;
         self.wait_dispatch = false;
         self.waited_rq = None;

@@ -64,6 +64,7 @@ pub mod inject;
 pub mod merge;
 pub mod queue;
 pub mod wf2q;
+pub mod wr;
 
 use crate::elevator::{unknown_tunable, Elevator, ElvCtx, QueueParams, TunableError, TunableInfo};
 use crate::merge::MergeKind;
@@ -181,6 +182,10 @@ pub struct Bfq {
     waited_rq: Option<RqId>,
     last_empty_occupied_ns: u64,
     last_completed_rq_bfqq: Option<QueueId>,
+    burst_list: Vec<QueueId>,
+    burst_size: u32,
+    large_burst: bool,
+    last_ins_in_burst: u64,
     now: Ns,
     jiffies: u64,
     clock_seen: bool,
@@ -243,6 +248,10 @@ impl Bfq {
             waited_rq: None,
             last_empty_occupied_ns: 0,
             last_completed_rq_bfqq: None,
+            burst_list: Vec::new(),
+            burst_size: 0,
+            large_burst: false,
+            last_ins_in_burst: 0,
             now: Ns::ZERO,
             jiffies: 0,
             clock_seen: false,
@@ -392,8 +401,14 @@ impl Bfq {
         }
         let id = self.queues.len();
         let maxb = 2 * self.max_budget() / 3;
+        let smallest = self.smallest_from_now();
+        let at = queue::Clock {
+            now: self.now,
+            jiffies: self.jiffies,
+            smallest_from_now: smallest,
+        };
         self.queues
-            .push(BfqQueue::new(is_sync, pid, class, level, maxb, self.now));
+            .push(BfqQueue::new(is_sync, pid, class, level, maxb, at));
         self.wf
             .ents
             .push(Entity::new(ioprio_to_weight(level), class));
@@ -423,6 +438,10 @@ impl Bfq {
             .requests += 1;
         self.rq_seq += 1;
         let seq = self.rq_seq;
+        // bfq_init_rq: burst detection for just-created queues.
+        if self.queues[q].just_created && (self.burst_size > 0 || self.tot_busy_queues() == 0) {
+            self.handle_burst(q);
+        }
         let (sector, end, mergeable) = {
             let r = ctx.rqs.get(rq);
             (r.sector.0, r.end().0, crate::merge::rq_mergeable(r))
@@ -517,6 +536,13 @@ impl Bfq {
         let seeky = self.rq_seeky(self.queues[q].last_request_pos, r.sector.0, r.nr_sectors);
         let bq = &mut self.queues[q];
         bq.seek_history = (bq.seek_history << 1) | u32::from(seeky);
+        // BFQQ_TOTALLY_SEEKY ends soft real-time raising.
+        if self.wf.ents[q].wr_coeff > 1
+            && self.queues[q].wr_cur_max_time == self.wr_rt_max_time()
+            && self.queues[q].seek_history == u32::MAX
+        {
+            self.bfqq_end_wr(q);
+        }
     }
 
     /// `bfq_choose_req`: which of two requests to serve first from head `last`.
@@ -594,6 +620,8 @@ impl Bfq {
     /// `bfq_add_request`.
     pub fn add_request(&mut self, ctx: &mut ElvCtx, q: QueueId, rq: RqId) {
         let sync = self.rqd(rq).sync;
+        let old_wr_coeff = self.wf.ents[q].wr_coeff;
+        let mut interactive = false;
         let key = self.sort_key(rq);
         self.queues[q].queued[usize::from(sync)] += 1;
         self.queued += 1;
@@ -610,9 +638,30 @@ impl Bfq {
         let next = self.choose_req(ctx, prev, Some(rq), self.last_position);
         self.queues[q].next_rq = next;
         if !self.queues[q].busy {
-            self.handle_idle_busy_switch(ctx, q);
-        } else if prev != next {
-            self.updated_next_req(ctx, q);
+            interactive = self.handle_idle_busy_switch(ctx, q, old_wr_coeff);
+        } else {
+            // Async raising.
+            let min_inter_arr = self.msecs_to_jiffies(500);
+            if self.low_latency
+                && old_wr_coeff == 1
+                && !sync
+                && self.before_jiffies(
+                    self.queues[q]
+                        .last_wr_start_finish
+                        .wrapping_add(min_inter_arr),
+                )
+            {
+                self.wf.ents[q].wr_coeff = wr::BFQ_WR_COEFF;
+                self.queues[q].wr_cur_max_time = self.wr_duration();
+                self.wr_busy_queues += 1;
+                self.wf.ents[q].prio_changed = true;
+            }
+            if prev != next {
+                self.updated_next_req(ctx, q);
+            }
+        }
+        if self.low_latency && (old_wr_coeff == 1 || self.wf.ents[q].wr_coeff == 1 || interactive) {
+            self.queues[q].last_wr_start_finish = self.jiffies;
         }
     }
 
@@ -700,12 +749,34 @@ impl Bfq {
         self.wf.next_in_service != self.wf.in_service_entity
     }
 
-    /// `bfq_bfqq_handle_idle_busy_switch` (without weight raising and bursts).
-    pub fn handle_idle_busy_switch(&mut self, ctx: &mut ElvCtx, q: QueueId) {
+    /// `bfq_bfqq_handle_idle_busy_switch`. Returns `interactive`.
+    pub fn handle_idle_busy_switch(
+        &mut self,
+        ctx: &mut ElvCtx,
+        q: QueueId,
+        old_wr_coeff: u32,
+    ) -> bool {
+        let idle_for_long_time = self.idle_for_long_time(q);
         let arrived_in_time =
             self.now.0 <= self.queues[q].ttime.last_end_request.0 + self.slice_idle * 3;
+        let bq = &self.queues[q];
+        let in_burst = bq.in_large_burst;
+        let default_weight = self.wf.ents[q].new_weight == 40;
+        let soft_rt = bq.seek_history != u32::MAX
+            && !in_burst
+            && self.before_jiffies(bq.soft_rt_next_start)
+            && bq.dispatched == 0
+            && default_weight;
+        let interactive = !in_burst && idle_for_long_time && default_weight;
         let wants_to_preempt = self.update_budg_for_activation(ctx, q, arrived_in_time);
-        self.queues[q].just_created = false;
+        self.wr_on_idle_busy_switch(
+            q,
+            old_wr_coeff,
+            idle_for_long_time,
+            soft_rt,
+            in_burst,
+            interactive,
+        );
         self.add_bfqq_busy(q);
         if let Some(s) = self.in_service_queue {
             if ((wants_to_preempt && self.wf.ents[q].wr_coeff >= self.wf.ents[s].wr_coeff)
@@ -716,6 +787,7 @@ impl Bfq {
                 self.bfqq_expire(ctx, s, false, Expiration::Preempted);
             }
         }
+        interactive
     }
 
     /// `bfq_activate_bfqq`.
@@ -770,6 +842,9 @@ impl Bfq {
                 self.wf.weights_tree_add(q);
             }
         }
+        if self.wf.ents[q].wr_coeff > 1 {
+            self.wr_busy_queues += 1;
+        }
     }
 
     /// `bfq_del_bfqq_busy`.
@@ -777,6 +852,9 @@ impl Bfq {
         self.queues[q].busy = false;
         let c = self.wf.ents[q].class;
         self.busy_queues[c] = self.busy_queues[c].wrapping_sub(1);
+        if self.wf.ents[q].wr_coeff > 1 {
+            self.wr_busy_queues -= 1;
+        }
         self.wf.deactivate_entity(q, true, expiration, self.jiffies);
         if self.queues[q].dispatched == 0 {
             self.del_in_groups_with_pending_reqs(q);
@@ -861,7 +939,7 @@ impl Bfq {
             .next_rq
             .expect("dispatch from an empty queue");
         let charge = self.serv_to_charge(ctx, rq, q);
-        self.wf.served(q, charge);
+        self.bfqq_served(q, charge);
         if self.in_service_queue == Some(q) && self.wait_dispatch {
             self.wait_dispatch = false;
             self.waited_rq = Some(rq);
@@ -870,13 +948,29 @@ impl Bfq {
         self.queues[q].dispatched += 1;
         self.update_last_position(ctx, rq, q);
         self.remove_request(ctx, rq);
-        if self.in_service_queue == Some(q)
-            && self.tot_busy_queues() > 1
-            && self.wf.ents[q].class == CLASS_IDLE
-        {
+        if self.in_service_queue != Some(q) {
+            return rq;
+        }
+        self.update_wr_data(q);
+        if self.tot_busy_queues() > 1 && self.wf.ents[q].class == CLASS_IDLE {
             self.bfqq_expire(ctx, q, false, Expiration::BudgetExhausted);
         }
         rq
+    }
+
+    /// `bfq_bfqq_served`: charge `served` sectors to `q` (and B-WF2Q+ time).
+    pub(super) fn bfqq_served(&mut self, q: QueueId, served: i64) {
+        let j = self.jiffies;
+        let wr = self.wf.ents[q].wr_coeff;
+        let bq = &mut self.queues[q];
+        if bq.service_from_backlogged == 0 {
+            bq.first_io_time = j;
+        }
+        if wr > 1 {
+            bq.service_from_wr += served;
+        }
+        bq.service_from_backlogged += served;
+        self.wf.served(q, served);
     }
 
     /// `bfq_set_in_service_queue` (`bfq_get_next_queue` + `__bfq_set_in_service_queue`).
@@ -889,9 +983,32 @@ impl Bfq {
         if let Some(q) = q {
             self.queues[q].fifo_expire = false;
             self.budgets_assigned = (self.budgets_assigned * 7 + 256) / 8;
+            let rt = self.wr_rt_max_time();
+            let bq = &self.queues[q];
+            if self.before_jiffies(bq.last_wr_start_finish)
+                && self.wf.ents[q].wr_coeff > 1
+                && bq.wr_cur_max_time == rt
+                && self.before_jiffies(bq.budget_timeout)
+            {
+                // Soft real-time: move the raising start forward by the time the
+                // queue went without service.
+                let j = self.jiffies;
+                let bq = &mut self.queues[q];
+                if (bq.budget_timeout.wrapping_sub(bq.last_wr_start_finish) as i64) > 0 {
+                    bq.last_wr_start_finish = bq
+                        .last_wr_start_finish
+                        .wrapping_add(j.wrapping_sub(bq.budget_timeout));
+                } else {
+                    bq.last_wr_start_finish = j;
+                }
+            }
             // bfq_set_budget_timeout
             let e = &self.wf.ents[q];
-            let coeff = (e.weight / e.orig_weight.max(1)) as u64;
+            let coeff = if self.queues[q].wr_cur_max_time == rt {
+                1
+            } else {
+                (e.weight / e.orig_weight.max(1)) as u64
+            };
             self.last_budget_start = self.now;
             self.queues[q].budget_timeout = self.jiffies.wrapping_add(self.timeout * coeff);
         }
@@ -1016,6 +1133,13 @@ impl Bfq {
         self.queues[q].ttime.last_end_request = self.now;
         self.last_completion = self.now;
         self.last_completed_rq_bfqq = Some(q);
+        if self.queues[q].softrt_update
+            && self.queues[q].dispatched == 0
+            && self.queues[q].sort.is_empty()
+            && self.wf.ents[q].wr_coeff != wr::BFQ_WR_COEFF
+        {
+            self.queues[q].soft_rt_next_start = self.softrt_next_start(q);
+        }
         if self.in_service_queue == Some(q) {
             if self.must_idle(q) {
                 // Stay in service even if timed out: idling is due.
@@ -1078,6 +1202,33 @@ impl Bfq {
             if q.next_rq.is_some() != (q.nr_queued() > 0) {
                 return Err(format!("queue {i}: next_rq inconsistent"));
             }
+        }
+        let wr_busy = self
+            .queues
+            .iter()
+            .enumerate()
+            .filter(|(i, q)| q.busy && self.wf.ents[*i].wr_coeff > 1)
+            .count() as u32;
+        if wr_busy != self.wr_busy_queues {
+            return Err(format!(
+                "wr_busy_queues {} != {wr_busy}",
+                self.wr_busy_queues
+            ));
+        }
+        if let Some((i, _)) = self
+            .wf
+            .ents
+            .iter()
+            .enumerate()
+            // (A queue raised while busy keeps its counter until its new weight is
+            // applied at the next (re)queueing, as in the kernel.)
+            .find(|(_, e)| {
+                e.wr_coeff > 1
+                    && e.weight_counter.is_some()
+                    && !(e.prio_changed && e.weight == e.orig_weight)
+            })
+        {
+            return Err(format!("raised queue {i} in the weights tree"));
         }
         // Per class the kernel's counters drift when a busy queue changes class
         // (quirk kept); their sum is exact.
@@ -1311,7 +1462,13 @@ impl Elevator for Bfq {
                 }
                 self.strict_guarantees = v;
             }
-            "low_latency" => self.low_latency = v.min(1) == 1,
+            "low_latency" => {
+                let v = v.min(1) == 1;
+                if !v && self.low_latency {
+                    self.end_wr_all();
+                }
+                self.low_latency = v;
+            }
             _ => unreachable!("checked against the tunable list"),
         }
         Ok(())

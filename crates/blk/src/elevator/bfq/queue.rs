@@ -50,6 +50,17 @@ pub struct Ttime {
     pub mean: u64,
 }
 
+/// The clocks at queue creation (`bfq_init_bfqq`).
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    /// ns.
+    pub now: Ns,
+    /// jiffies.
+    pub jiffies: u64,
+    /// `bfq_smallest_from_now()`.
+    pub smallest_from_now: u64,
+}
+
 /// `struct bfq_queue` (without its entity, which lives in [`super::wf2q::Wf2q`]).
 #[derive(Clone, Debug)]
 pub struct BfqQueue {
@@ -118,11 +129,40 @@ pub struct BfqQueue {
     pub woken_list: VecDeque<QueueId>,
     /// Whose `woken_list` this queue is on (`woken_list_node`).
     pub woken_of: Option<QueueId>,
+    /// `wr_cur_max_time` (jiffies).
+    pub wr_cur_max_time: u64,
+    /// `last_wr_start_finish` (jiffies).
+    pub last_wr_start_finish: u64,
+    /// `wr_start_at_switch_to_srt` (jiffies).
+    pub wr_start_at_switch_to_srt: u64,
+    /// `soft_rt_next_start` (jiffies).
+    pub soft_rt_next_start: u64,
+    /// `last_idle_bklogged` (jiffies).
+    pub last_idle_bklogged: u64,
+    /// `service_from_backlogged` (sectors).
+    pub service_from_backlogged: i64,
+    /// `service_from_wr` (sectors).
+    pub service_from_wr: i64,
+    /// `first_IO_time` (jiffies).
+    pub first_io_time: u64,
+    /// `split_time` (jiffies; queues are never split here).
+    pub split_time: u64,
+    /// `BFQQF_softrt_update`.
+    pub softrt_update: bool,
+    /// `BFQQF_in_large_burst`.
+    pub in_large_burst: bool,
+    /// On `bfqd->burst_list`.
+    pub in_burst_list: bool,
 }
 
 impl BfqQueue {
     /// `bfq_init_bfqq`.
-    pub fn new(sync: bool, pid: u32, class: usize, ioprio: u8, max_budget: i64, now: Ns) -> Self {
+    pub fn new(sync: bool, pid: u32, class: usize, ioprio: u8, max_budget: i64, at: Clock) -> Self {
+        let Clock {
+            now,
+            jiffies,
+            smallest_from_now,
+        } = at;
         BfqQueue {
             sync,
             pid,
@@ -134,7 +174,7 @@ impl BfqQueue {
             dispatched: 0,
             max_budget,
             // bfq_smallest_from_now(): minus infinity.
-            budget_timeout: 0,
+            budget_timeout: smallest_from_now,
             busy: false,
             wait_request: false,
             non_blocking_wait_rq: false,
@@ -161,6 +201,18 @@ impl BfqQueue {
             waker_detection_started: 0,
             woken_list: VecDeque::new(),
             woken_of: None,
+            wr_cur_max_time: 0,
+            last_wr_start_finish: jiffies,
+            wr_start_at_switch_to_srt: smallest_from_now,
+            soft_rt_next_start: jiffies,
+            last_idle_bklogged: 0,
+            service_from_backlogged: 0,
+            service_from_wr: 0,
+            first_io_time: 0,
+            split_time: smallest_from_now,
+            softrt_update: false,
+            in_large_burst: false,
+            in_burst_list: false,
         }
     }
 
