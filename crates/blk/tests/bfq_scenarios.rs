@@ -727,3 +727,12 @@ fn large_burst_of_new_queues_is_not_raised() {
     let q = h.b.queue_of(rq).unwrap();
     assert_eq!(h.b.entity(q).wr_coeff, 1);
 }
+
+#[test]
+fn registered_with_kernel_defaults() {
+    let e = blk::elevator::create("bfq", &blk::elevator::QueueParams::default()).unwrap();
+    assert_eq!(e.name(), "bfq");
+    assert!(e.single_queue());
+    assert_eq!(e.get_tunable("low_latency").unwrap(), "1");
+    assert_eq!(e.get_tunable("slice_idle").unwrap(), "8");
+}

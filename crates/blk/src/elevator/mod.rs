@@ -261,6 +261,11 @@ pub static SCHEDULERS: &[SchedulerEntry] = &[
         make: |p| Box::new(mq_deadline::MqDeadline::new(p)),
     },
     SchedulerEntry {
+        name: "bfq",
+        about: "budget fair queueing: per-process queues, B-WF2Q+ weights, budgets, idling, weight raising (v6.13; no cgroups yet)",
+        make: |p| Box::new(bfq::Bfq::new(p)),
+    },
+    SchedulerEntry {
         name: "kyber",
         about: "token-based latency control per request type (reads, writes, discards, other)",
         make: |p| Box::new(kyber::Kyber::new(p)),

@@ -1,6 +1,5 @@
 //! BFQ, Budget Fair Queueing (`block/bfq-iosched.c`, `block/bfq-wf2q.c`), following
-//! **mainline v6.13** — first milestone: the core without groups and without the
-//! low-latency heuristics.
+//! **mainline v6.13**, without cgroups so far (every queue is in the root group).
 //!
 //! Every process (`Request::pid`) gets its own **sync** `bfq_queue`; async
 //! (buffered-write) requests go to a queue shared by all processes with the same
@@ -19,7 +18,7 @@
 //! | `back_seek_penalty` | factor | 2 | 1..INT_MAX, clamped |
 //! | `fifo_expire_async` | ms | 250 | 1..INT_MAX, clamped, stored in ns |
 //! | `fifo_expire_sync` | ms | 125 | 1..INT_MAX, clamped, stored in ns |
-//! | `low_latency` | bool | 1 | >1 → 1 (weight raising is not modelled yet) |
+//! | `low_latency` | bool | 1 | >1 → 1; writing 0 ends all weight raising |
 //! | `max_budget` | sectors | 0 (auto) | 0 → recomputed from the peak rate; else fixed |
 //! | `slice_idle` | ms | 8 | 0..INT_MAX, stored in ns |
 //! | `slice_idle_us` | µs | 8000 | same variable as `slice_idle` |
@@ -43,6 +42,7 @@
 //! | `bfq_better_to_idle`, `idling_needed_for_service_guarantees`, `bfq_asymmetric_scenario`, `bfq_arm_slice_timer`, `bfq_idle_slice_timer` | [`idle`] |
 //! | injection: `bfq_check_waker`, `bfq_choose_bfqq_for_injection`, `bfq_reset_inject_limit`, `bfq_update_inject_limit` | [`inject`] |
 //! | `bfq_bio_merge`, `bfq_allow_bio_merge`, `bfq_request_merge(d)`, `bfq_requests_merged` | [`merge`] |
+//! | weight raising, `bfq_handle_burst` | [`wr`] |
 //! | B-WF2Q+ | [`wf2q`] |
 //!
 //! # Not modelled yet (extension points)
@@ -50,8 +50,6 @@
 //! - cgroups (`bfq_group`, group entities, `num_groups_with_pending_reqs` > 1): only
 //!   the root group exists; the per-queue `in_groups_with_pending_reqs` counting is in
 //!   place so the seed-4 variants can hook into [`Bfq::asymmetric_scenario`];
-//! - weight raising (`low_latency`: interactive, soft real-time, async raising, burst
-//!   detection) — `wr_coeff` is always 1, i.e. behaviour equals `low_latency=0`;
 //! - queue merging (EQM `bfq_setup_cooperator`, stable merge, splitting);
 //! - peak-rate estimation: `bfq_max_budget` stays at its initial 16384 sectors unless
 //!   `max_budget`/`timeout_sync` is written (then the formula of the initial estimate
