@@ -53,7 +53,7 @@
 //! - queue merging (EQM `bfq_setup_cooperator`, stable merge, splitting);
 //! - peak-rate estimation: `bfq_max_budget` stays at its initial 16384 sectors unless
 //!   `max_budget`/`timeout_sync` is written (then the formula of the initial estimate
-//!   is used);
+//!   is used), and [`Bfq::wr_duration`] keeps its initial-estimate value;
 //! - `limit_depth` (async/sync-write shallow depths), `force_dispatch`.
 
 pub mod budget;
@@ -1355,7 +1355,7 @@ impl Elevator for Bfq {
                 "low_latency",
                 "bool",
                 "1".into(),
-                "weight raising for interactive/soft-RT queues (not modelled yet)",
+                "weight raising for interactive and soft real-time queues",
             ),
             t(
                 "max_budget",
