@@ -35,7 +35,7 @@
 //! | --- | --- |
 //! | `bfq_insert_request`, `__bfq_insert_request`, `bfq_init_rq`, `bfq_get_queue` | `insert_requests`, [`Bfq::insert_one`], [`Bfq::get_queue`] |
 //! | `bfq_add_request`, `bfq_bfqq_handle_idle_busy_switch` | [`Bfq::add_request`], [`Bfq::handle_idle_busy_switch`] |
-//! | `bfq_rq_enqueued` | [`Bfq::rq_enqueued`] |
+//! | `bfq_rq_enqueued` | `Bfq::rq_enqueued` ([`idle`]) |
 //! | `bfq_dispatch_request`, `bfq_select_queue`, `bfq_dispatch_rq_from_bfqq` | `dispatch_request`, [`Bfq::select_queue`], [`Bfq::dispatch_rq_from_bfqq`] |
 //! | `bfq_finish_requeue_request`, `bfq_completed_request` | `finish_request`/`requeue_request`, [`Bfq::bfq_completed_request`] |
 //! | `bfq_bfqq_expire`, `__bfq_bfqq_recalc_budget`, `bfq_bfqq_is_slow`, `bfq_bfqq_charge_time` | [`budget`] |
