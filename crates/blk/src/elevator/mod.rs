@@ -23,6 +23,7 @@
 //! | `finish_request` | [`Elevator::finish_request`] |
 //! | sysfs `iosched/` attributes | [`Elevator::tunables`], [`Elevator::get_tunable`], [`Elevator::set_tunable`] |
 
+pub mod bfq;
 pub mod kyber;
 pub mod mq_deadline;
 pub mod none;
@@ -258,6 +259,11 @@ pub static SCHEDULERS: &[SchedulerEntry] = &[
         name: "mq-deadline",
         about: "deadline: sector-ordered batches, read/write expiry, I/O priority levels (v6.19)",
         make: |p| Box::new(mq_deadline::MqDeadline::new(p)),
+    },
+    SchedulerEntry {
+        name: "bfq",
+        about: "budget fair queueing: per-process queues, B-WF2Q+ weights, budgets, idling, weight raising (v6.13; no cgroups yet)",
+        make: |p| Box::new(bfq::Bfq::new(p)),
     },
     SchedulerEntry {
         name: "kyber",
