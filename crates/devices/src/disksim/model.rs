@@ -716,10 +716,9 @@ impl Geo {
             }
             .saturating_sub(z.front);
             let to_slot = |x: u64| -> u64 {
-                let s = if period > 0 {
-                    x / period * per + (x % period).min(per)
-                } else {
-                    x
+                let s = match x.checked_div(period) {
+                    Some(q) => q * per + (x % period).min(per),
+                    None => x,
                 };
                 s.saturating_sub(z.front)
             };
