@@ -1212,7 +1212,15 @@ impl TableDisk {
             let want = limit.max(end);
             if want > st.end() {
                 let from = st.end();
-                let t0 = st.finish().max(cmd_done);
+                // DiskSim: a read arriving while the read-ahead still runs takes the
+                // access over (`disk_buffer_attempt_access_swap`), which goes on
+                // without a break, across the track end too (it is no longer a
+                // background read); a stopped read-ahead restarts after the command.
+                let t0 = if st.finish() > t {
+                    st.finish()
+                } else {
+                    st.finish().max(cmd_done)
+                };
                 let (c, h) = self.media(
                     t0,
                     st.cyl,
