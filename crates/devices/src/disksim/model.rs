@@ -50,7 +50,7 @@ pub struct TableZone {
     pub spt: u32,
     /// Angle of the zone's first sector, in sectors.
     pub first_offset: f64,
-    /// Unused physical sectors at the zone front.
+    /// Empty space at the zone front, in data slots (blocks; spares excluded).
     pub front: u64,
     /// Skew per head switch, sectors.
     pub track_skew: f64,
@@ -706,20 +706,21 @@ impl Geo {
                 8 => (cyl * p.range_size.max(1) as u64, z.spares as u64),
                 _ => (0, 0),
             };
-            let avail = phys.saturating_sub(z.front);
+            // DiskSim counts the empty space at the zone front in data slots
+            // (blocks, spares excluded), not physical sectors (`deadspace` in
+            // `layout_g1.c`): the zone's first block is data slot `front`.
             let per = period - period_spares.min(period);
-            let mut slots = match avail.checked_div(period) {
-                Some(q) => q * per + (avail % period).min(per),
-                None => avail,
-            };
+            let mut slots = match phys.checked_div(period) {
+                Some(q) => q * per + (phys % period).min(per),
+                None => phys,
+            }
+            .saturating_sub(z.front);
             let to_slot = |x: u64| -> u64 {
-                let x = x.saturating_sub(z.front);
-                if period > 0 {
-                    let per = period - period_spares.min(period);
-                    x / period * per + (x % period).min(per)
-                } else {
-                    x
-                }
+                let s = match x.checked_div(period) {
+                    Some(q) => q * per + (x % period).min(per),
+                    None => x,
+                };
+                s.saturating_sub(z.front)
             };
             let mut slips: Vec<(u64, u64)> = if p.sparing == 1 {
                 z.slips
@@ -781,13 +782,13 @@ impl Geo {
                 break;
             }
         }
-        let rel = if z.period > 0 {
+        let q = q + z.front;
+        let p = if z.period > 0 {
             let per = z.period - z.period_spares;
             q / per * z.period + q % per
         } else {
             q
         };
-        let p = z.front + rel;
         let spt = z.spt as u64;
         let track = p / spt;
         let sector = p % spt;
@@ -1211,7 +1212,15 @@ impl TableDisk {
             let want = limit.max(end);
             if want > st.end() {
                 let from = st.end();
-                let t0 = st.finish().max(cmd_done);
+                // DiskSim: a read arriving while the read-ahead still runs takes the
+                // access over (`disk_buffer_attempt_access_swap`), which goes on
+                // without a break, across the track end too (it is no longer a
+                // background read); a stopped read-ahead restarts after the command.
+                let t0 = if st.finish() > t {
+                    st.finish()
+                } else {
+                    st.finish().max(cmd_done)
+                };
                 let (c, h) = self.media(
                     t0,
                     st.cyl,
