@@ -66,7 +66,7 @@
 
 use crate::completions::Completions;
 use crate::profile::{fmt_num, ms_to_ns, row, us_to_ns, Doc, ProfileError};
-use crate::{Device, DeviceInfo, ParamInfo};
+use crate::{extents, Device, DeviceInfo, ParamInfo};
 use blk::mq::{Driver, QueueRqStatus};
 use blk::{Ns, Op, ReqFlags, Request, RqId};
 use std::collections::BTreeMap;
@@ -859,29 +859,15 @@ impl Hdd {
     /// once. A write touching or overlapping buffered extents merges with them (up to
     /// `MAX_EXTENT` when merely adjacent), wherever they are in the buffer.
     fn buffer_write(&mut self, lba: u64, n: u32) {
-        let mut start = lba;
-        let mut end = lba + n as u64;
-        // Disjoint extents: walk down from the last one starting at or before `end`.
-        let mut absorb = std::mem::take(&mut self.absorb);
-        absorb.clear();
-        for (&k, e) in self.dirty.range(..=end).rev() {
-            let e_end = k + e.n as u64;
-            if e_end < start {
-                break;
-            }
-            let overlaps = k < end && e_end > start;
-            let (s2, e2) = (start.min(k), end.max(e_end));
-            if overlaps || e2 - s2 <= MAX_EXTENT as u64 {
-                absorb.push((k, e_end));
-                start = s2;
-                end = e2;
-            }
-        }
-        for &(k, e_end) in &absorb {
-            self.dirty.remove(&k);
-            self.dirty_sectors -= e_end - k;
-        }
-        self.absorb = absorb;
+        let (start, end, removed) = extents::coalesce(
+            &mut self.dirty,
+            &mut self.absorb,
+            lba,
+            lba + n as u64,
+            MAX_EXTENT as u64,
+            |k, e| k + e.n as u64,
+        );
+        self.dirty_sectors -= removed;
         let pos = self.geo.locate(start);
         let n = (end - start) as u32;
         self.dirty.insert(start, Extent { lba: start, n, pos });

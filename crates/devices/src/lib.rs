@@ -18,6 +18,7 @@
 
 pub mod completions;
 pub mod disksim;
+mod extents;
 pub mod hdd;
 pub mod ideal;
 pub mod nvme;

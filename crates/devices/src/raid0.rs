@@ -36,7 +36,7 @@
 
 use crate::completions::Completions;
 use crate::profile::{fmt_num, row, us_to_ns, Doc, ProfileError};
-use crate::{Device, DeviceInfo, ParamInfo, Profile};
+use crate::{extents, Device, DeviceInfo, ParamInfo, Profile};
 use blk::mq::{Driver, QueueRqStatus};
 use blk::{Bio, BioId, CgroupId, IoPrio, Ns, Op, ReqFlags, Request, RqId, Sector};
 use std::collections::{BTreeMap, VecDeque};
@@ -528,27 +528,15 @@ impl Raid0 {
     /// a full stripe when merely adjacent, as before).
     fn add_dirty(&mut self, lba: u64, n: u32) {
         let stripe = self.chunk * self.p.members as u64;
-        let mut start = lba;
-        let mut end = lba + n as u64;
-        let mut absorb = std::mem::take(&mut self.absorb);
-        absorb.clear();
-        for (&k, &e) in self.dirty.range(..=end).rev() {
-            if e < start {
-                break;
-            }
-            let overlaps = k < end && e > start;
-            let (s2, e2) = (start.min(k), end.max(e));
-            if overlaps || e2 - s2 <= stripe {
-                absorb.push((k, e));
-                start = s2;
-                end = e2;
-            }
-        }
-        for &(k, e) in &absorb {
-            self.dirty.remove(&k);
-            self.dirty_sectors -= e - k;
-        }
-        self.absorb = absorb;
+        let (start, end, removed) = extents::coalesce(
+            &mut self.dirty,
+            &mut self.absorb,
+            lba,
+            lba + n as u64,
+            stripe,
+            |_, &e| e,
+        );
+        self.dirty_sectors -= removed;
         self.dirty.insert(start, end);
         self.dirty_sectors += end - start;
     }
