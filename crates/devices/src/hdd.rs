@@ -64,12 +64,12 @@
 //! power states. None changes which request
 //! a scheduler should send next, which is what the model is for.
 
+use crate::completions::Completions;
 use crate::profile::{fmt_num, ms_to_ns, row, us_to_ns, Doc, ProfileError};
-use crate::{Device, DeviceInfo, ParamInfo};
+use crate::{extents, Device, DeviceInfo, ParamInfo};
 use blk::mq::{Driver, QueueRqStatus};
 use blk::{Ns, Op, ReqFlags, Request, RqId};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 /// Parameters of an [`Hdd`]; see the module docs.
 #[derive(Clone, Debug, PartialEq)]
@@ -654,8 +654,7 @@ pub struct Hdd {
     destaging: u64,
     wc_cap_sectors: u64,
     flush: Option<FlushState>,
-    done: BinaryHeap<Reverse<(Ns, u64, RqId)>>,
-    seq: u64,
+    done: Completions,
     /// Firmware/link busy with cache-served commands until.
     iface_free: Ns,
 }
@@ -700,8 +699,7 @@ impl Hdd {
             destage_range: (0, 0),
             destaging: 0,
             flush: None,
-            done: BinaryHeap::with_capacity(64),
-            seq: 0,
+            done: Completions::with_capacity(64),
             iface_free: Ns::ZERO,
             phase_ns,
             geo,
@@ -728,8 +726,7 @@ impl Hdd {
     }
 
     fn complete(&mut self, t: Ns, id: RqId) {
-        self.seq += 1;
-        self.done.push(Reverse((t, self.seq, id)));
+        self.done.push(t, id);
     }
 
     fn iface_ns(&self, sectors: u32) -> u64 {
@@ -862,29 +859,15 @@ impl Hdd {
     /// once. A write touching or overlapping buffered extents merges with them (up to
     /// `MAX_EXTENT` when merely adjacent), wherever they are in the buffer.
     fn buffer_write(&mut self, lba: u64, n: u32) {
-        let mut start = lba;
-        let mut end = lba + n as u64;
-        // Disjoint extents: walk down from the last one starting at or before `end`.
-        let mut absorb = std::mem::take(&mut self.absorb);
-        absorb.clear();
-        for (&k, e) in self.dirty.range(..=end).rev() {
-            let e_end = k + e.n as u64;
-            if e_end < start {
-                break;
-            }
-            let overlaps = k < end && e_end > start;
-            let (s2, e2) = (start.min(k), end.max(e_end));
-            if overlaps || e2 - s2 <= MAX_EXTENT as u64 {
-                absorb.push((k, e_end));
-                start = s2;
-                end = e2;
-            }
-        }
-        for &(k, e_end) in &absorb {
-            self.dirty.remove(&k);
-            self.dirty_sectors -= e_end - k;
-        }
-        self.absorb = absorb;
+        let (start, end, removed) = extents::coalesce(
+            &mut self.dirty,
+            &mut self.absorb,
+            lba,
+            lba + n as u64,
+            MAX_EXTENT as u64,
+            |k, e| k + e.n as u64,
+        );
+        self.dirty_sectors -= removed;
         let pos = self.geo.locate(start);
         let n = (end - start) as u32;
         self.dirty.insert(start, Extent { lba: start, n, pos });
@@ -1185,7 +1168,7 @@ impl Device for Hdd {
         &self.info
     }
     fn next_event(&self) -> Option<Ns> {
-        let a = self.done.peek().map(|Reverse((t, _, _))| *t);
+        let a = self.done.next();
         let b = self.busy.map(|(t, _)| t);
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -1194,11 +1177,7 @@ impl Device for Hdd {
     }
     fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
         self.run(now);
-        while let Some(Reverse((t, _, id))) = self.done.peek().copied() {
-            if t > now {
-                break;
-            }
-            self.done.pop();
+        while let Some(id) = self.done.pop_due(now) {
             self.outstanding -= 1;
             if self.flush.is_some_and(|f| f.id == id) {
                 self.flush = None;

@@ -8,11 +8,10 @@
 //! It has no cache, no geometry, no reordering: a baseline against which real device
 //! models show their effects.
 
+use crate::completions::Completions;
 use crate::{Device, DeviceInfo, ParamInfo};
 use blk::mq::{Driver, QueueRqStatus};
 use blk::{Ns, Op, Request, RqId};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Parameters of an [`Ideal`] device.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,10 +99,9 @@ pub struct Ideal {
     p: IdealParams,
     info: DeviceInfo,
     pipe_free: Ns,
-    inflight: BinaryHeap<Reverse<(Ns, u64, RqId, u16)>>,
+    inflight: Completions<(RqId, u16)>,
     /// Commands in flight per hardware queue.
     per_queue: Vec<u32>,
-    seq: u64,
 }
 
 impl Ideal {
@@ -130,8 +128,7 @@ impl Ideal {
             p,
             info,
             pipe_free: Ns::ZERO,
-            inflight: BinaryHeap::new(),
-            seq: 0,
+            inflight: Completions::new(),
         }
     }
 }
@@ -154,8 +151,7 @@ impl Driver for Ideal {
             self.pipe_free = end;
             end
         };
-        self.seq += 1;
-        self.inflight.push(Reverse((done, self.seq, id, q as u16)));
+        self.inflight.push(done, (id, q as u16));
         QueueRqStatus::Ok
     }
 }
@@ -165,14 +161,10 @@ impl Device for Ideal {
         &self.info
     }
     fn next_event(&self) -> Option<Ns> {
-        self.inflight.peek().map(|Reverse((t, _, _, _))| *t)
+        self.inflight.next()
     }
     fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
-        while let Some(Reverse((t, _, id, q))) = self.inflight.peek().copied() {
-            if t > now {
-                break;
-            }
-            self.inflight.pop();
+        while let Some((id, q)) = self.inflight.pop_due(now) {
             self.per_queue[q as usize] -= 1;
             done.push(id);
         }

@@ -16,7 +16,9 @@
 //! Every model is deterministic: time comes from the caller, and the little
 //! randomness there is (a disk's spindle phase) comes from a seed in the profile.
 
+pub mod completions;
 pub mod disksim;
+mod extents;
 pub mod hdd;
 pub mod ideal;
 pub mod nvme;

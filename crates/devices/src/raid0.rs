@@ -34,12 +34,12 @@
 //! overrides (the member profile's write cache applies), and the SAS link's bandwidth
 //! (12 Gb/s per lane is above what two disks deliver).
 
+use crate::completions::Completions;
 use crate::profile::{fmt_num, row, us_to_ns, Doc, ProfileError};
-use crate::{Device, DeviceInfo, ParamInfo, Profile};
+use crate::{extents, Device, DeviceInfo, ParamInfo, Profile};
 use blk::mq::{Driver, QueueRqStatus};
 use blk::{Bio, BioId, CgroupId, IoPrio, Ns, Op, ReqFlags, Request, RqId, Sector};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 /// Parameters of a [`Raid0`] volume; see the module docs.
 #[derive(Clone, Debug)]
@@ -239,8 +239,7 @@ pub struct Raid0 {
     destaging: u32,
     /// Host writes waiting for cache space: (id, lba, n).
     write_wait: VecDeque<(RqId, u64, u32)>,
-    done: BinaryHeap<Reverse<(Ns, u64, RqId)>>,
-    seq: u64,
+    done: Completions,
     scratch: Vec<RqId>,
     template: Request,
     /// Ends of recent read misses, to detect sequential readers.
@@ -307,8 +306,7 @@ impl Raid0 {
             absorb: Vec::with_capacity(8),
             destaging: 0,
             write_wait: VecDeque::new(),
-            done: BinaryHeap::new(),
-            seq: 0,
+            done: Completions::new(),
             scratch: Vec::new(),
             template: Request::from_bio(&bio, BioId(0), Ns::ZERO),
             recent: [u64::MAX / 2; 16],
@@ -319,8 +317,7 @@ impl Raid0 {
     }
 
     fn complete(&mut self, t: Ns, id: RqId) {
-        self.seq += 1;
-        self.done.push(Reverse((t, self.seq, id)));
+        self.done.push(t, id);
     }
 
     fn controller(&mut self, now: Ns) -> Ns {
@@ -531,27 +528,15 @@ impl Raid0 {
     /// a full stripe when merely adjacent, as before).
     fn add_dirty(&mut self, lba: u64, n: u32) {
         let stripe = self.chunk * self.p.members as u64;
-        let mut start = lba;
-        let mut end = lba + n as u64;
-        let mut absorb = std::mem::take(&mut self.absorb);
-        absorb.clear();
-        for (&k, &e) in self.dirty.range(..=end).rev() {
-            if e < start {
-                break;
-            }
-            let overlaps = k < end && e > start;
-            let (s2, e2) = (start.min(k), end.max(e));
-            if overlaps || e2 - s2 <= stripe {
-                absorb.push((k, e));
-                start = s2;
-                end = e2;
-            }
-        }
-        for &(k, e) in &absorb {
-            self.dirty.remove(&k);
-            self.dirty_sectors -= e - k;
-        }
-        self.absorb = absorb;
+        let (start, end, removed) = extents::coalesce(
+            &mut self.dirty,
+            &mut self.absorb,
+            lba,
+            lba + n as u64,
+            stripe,
+            |_, &e| e,
+        );
+        self.dirty_sectors -= removed;
         self.dirty.insert(start, end);
         self.dirty_sectors += end - start;
     }
@@ -750,7 +735,7 @@ impl Device for Raid0 {
         &self.info
     }
     fn next_event(&self) -> Option<Ns> {
-        let mut t = self.done.peek().map(|Reverse((t, _, _))| *t);
+        let mut t = self.done.next();
         for d in &self.devs {
             if let Some(x) = d.next_event() {
                 t = Some(t.map_or(x, |y| y.min(x)));
@@ -760,11 +745,7 @@ impl Device for Raid0 {
     }
     fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
         self.run(now);
-        while let Some(Reverse((t, _, id))) = self.done.peek().copied() {
-            if t > now {
-                break;
-            }
-            self.done.pop();
+        while let Some(id) = self.done.pop_due(now) {
             self.outstanding -= 1;
             done.push(id);
         }

@@ -40,6 +40,7 @@
 //! out-of-order gap filling on a channel (a page waits behind pages of earlier
 //! requests on the same channel even if those are not ready yet).
 
+use crate::completions::Completions;
 use crate::profile::{fmt_num, row, us_to_ns, Doc, ProfileError};
 use crate::{Device, DeviceInfo, ParamInfo};
 use blk::mq::{Driver, QueueRqStatus};
@@ -339,7 +340,8 @@ pub struct Flash {
     /// With `trimmed`: one bit per 4 KiB of LBA space, set once written (the FTL has
     /// a mapping for it). `None`: every LBA is mapped.
     mapped: Option<Vec<u64>>,
-    done: BinaryHeap<Reverse<(Ns, u64, RqId)>>,
+    done: Completions,
+    /// Orders link jobs ready at the same time.
     seq: u64,
 }
 
@@ -385,7 +387,7 @@ impl Flash {
             mapped: p
                 .trimmed
                 .then(|| vec![0u64; (p.capacity_bytes / 4096 / 64 + 1) as usize]),
-            done: BinaryHeap::with_capacity(256),
+            done: Completions::with_capacity(256),
             seq: 0,
             info,
             p,
@@ -401,8 +403,7 @@ impl Flash {
     }
 
     fn complete(&mut self, t: Ns, id: RqId) {
-        self.seq += 1;
-        self.done.push(Reverse((t, self.seq, id)));
+        self.done.push(t, id);
     }
 
     fn enqueue_link(&mut self, ready: Ns, id: RqId, sectors: u32, kind: u8, fua: bool) {
@@ -671,7 +672,7 @@ impl Device for Flash {
         &self.info
     }
     fn next_event(&self) -> Option<Ns> {
-        let a = self.done.peek().map(|Reverse((t, _, _))| *t);
+        let a = self.done.next();
         let b = self.link.peek().map(|Reverse(j)| j.ready);
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -680,11 +681,7 @@ impl Device for Flash {
     }
     fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
         self.process(now);
-        while let Some(Reverse((t, _, id))) = self.done.peek().copied() {
-            if t > now {
-                break;
-            }
-            self.done.pop();
+        while let Some(id) = self.done.pop_due(now) {
             self.outstanding -= 1;
             if self.flush_id == Some(id) {
                 self.flush_id = None;

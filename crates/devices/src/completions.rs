@@ -1,0 +1,78 @@
+//! Finished commands waiting for their completion time: the queue every device model
+//! keeps between deciding when a command ends and reporting it in
+//! [`crate::Device::advance`].
+
+use blk::{Ns, RqId};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Commands ordered by completion time; commands due at the same time come out in
+/// the order they were pushed. `T` is what a completion carries (by default the
+/// request).
+#[derive(Clone, Debug)]
+pub struct Completions<T: Copy + Ord = RqId> {
+    heap: BinaryHeap<Reverse<(Ns, u64, T)>>,
+    seq: u64,
+}
+
+impl<T: Copy + Ord> Completions<T> {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// An empty queue with room for `n` completions.
+    pub fn with_capacity(n: usize) -> Self {
+        Completions {
+            heap: BinaryHeap::with_capacity(n),
+            seq: 0,
+        }
+    }
+
+    /// `item` completes at `at`.
+    pub fn push(&mut self, at: Ns, item: T) {
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, item)));
+    }
+
+    /// The earliest completion time, if any.
+    pub fn next(&self) -> Option<Ns> {
+        self.heap.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// Removes and returns the earliest completion due by `now`.
+    pub fn pop_due(&mut self, now: Ns) -> Option<T> {
+        match self.heap.peek() {
+            Some(Reverse((t, _, _))) if *t <= now => self.heap.pop().map(|Reverse((_, _, x))| x),
+            _ => None,
+        }
+    }
+}
+
+impl<T: Copy + Ord> Default for Completions<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_order_then_push_order() {
+        let mut c = Completions::new();
+        c.push(Ns(20), RqId(1));
+        c.push(Ns(10), RqId(9));
+        c.push(Ns(20), RqId(0));
+        c.push(Ns(10), RqId(3));
+        assert_eq!(c.next(), Some(Ns(10)));
+        assert_eq!(c.pop_due(Ns(9)), None);
+        assert_eq!(c.pop_due(Ns(10)), Some(RqId(9)));
+        assert_eq!(c.pop_due(Ns(10)), Some(RqId(3)));
+        assert_eq!(c.pop_due(Ns(10)), None);
+        assert_eq!(c.pop_due(Ns(30)), Some(RqId(1)));
+        assert_eq!(c.pop_due(Ns(30)), Some(RqId(0)));
+        assert_eq!(c.next(), None);
+    }
+}
