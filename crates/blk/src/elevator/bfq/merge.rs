@@ -170,10 +170,8 @@ impl Bfq {
             if Some(q) == next_q && a.in_sort && b.in_sort && b.fifo_time < a.fifo_time {
                 // list_del_init(rq) + list_replace_init(next -> rq)
                 let fifo = &mut self.queues[q].fifo;
-                fifo.retain(|&x| x != rq);
-                if let Some(p) = fifo.iter().position(|&x| x == next) {
-                    fifo[p] = rq; // `next` leaves the FIFO here
-                }
+                fifo.remove(&mut self.rqd, rq);
+                fifo.replace(&mut self.rqd, next, rq); // `next` leaves the FIFO here
                 self.rqd_mut(rq).fifo_time = b.fifo_time;
             }
             if self.queues[q].next_rq == Some(next) {

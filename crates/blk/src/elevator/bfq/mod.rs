@@ -467,7 +467,7 @@ impl Bfq {
         self.add_request(ctx, q, rq);
         let fifo_time = self.now.add(self.fifo_expire[usize::from(sync)]);
         self.rqd_mut(rq).fifo_time = fifo_time;
-        self.queues[q].fifo.push_back(rq);
+        self.queues[q].fifo.push_back(&mut self.rqd, rq);
         self.rq_enqueued(ctx, q, rq);
         if mergeable {
             ctx.merge.rqhash_add(rq, end);
@@ -868,7 +868,7 @@ impl Bfq {
             return None;
         }
         self.queues[q].fifo_expire = true;
-        let rq = *self.queues[q].fifo.front()?;
+        let rq = self.queues[q].fifo.front()?;
         if rq == last || self.now < self.rqd(rq).fifo_time {
             return None;
         }
@@ -900,9 +900,7 @@ impl Bfq {
             self.updated_next_req(ctx, q);
         }
         let d = *self.rqd(rq);
-        if let Some(pos) = self.queues[q].fifo.iter().position(|&x| x == rq) {
-            self.queues[q].fifo.remove(pos);
-        }
+        self.queues[q].fifo.remove(&mut self.rqd, rq);
         self.queues[q].queued[usize::from(d.sync)] -= 1;
         self.queued -= 1;
         let key = self.sort_key(rq);

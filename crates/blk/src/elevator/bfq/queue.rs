@@ -73,8 +73,8 @@ pub struct BfqQueue {
     /// Requests sorted by sector (`sort_list`); the second key keeps equal sectors
     /// in insertion order, to the right as `elv_rb_add` puts them.
     pub sort: BTreeSet<(u64, u64, RqId)>,
-    /// FIFO in arrival order (`bfqq->fifo`).
-    pub fifo: VecDeque<RqId>,
+    /// FIFO in arrival order (`bfqq->fifo`), linked through [`RqData`].
+    pub fifo: Fifo,
     /// `next_rq`.
     pub next_rq: Option<RqId>,
     /// `queued[async, sync]`.
@@ -168,7 +168,7 @@ impl BfqQueue {
             pid,
             ioprio,
             sort: BTreeSet::new(),
-            fifo: VecDeque::new(),
+            fifo: Fifo::default(),
             next_rq: None,
             queued: [0; 2],
             dispatched: 0,
@@ -259,4 +259,165 @@ pub struct RqData {
     pub started: bool,
     /// Synchronous (`rq_is_sync`).
     pub sync: bool,
+    /// Sits in its queue's [`Fifo`] (`rq->queuelist` linked).
+    pub in_fifo: bool,
+    /// Previous request in the queue's FIFO.
+    pub fifo_prev: Option<RqId>,
+    /// Next request in the queue's FIFO.
+    pub fifo_next: Option<RqId>,
+}
+
+/// `bfqq->fifo`: requests in arrival order, as an intrusive doubly linked list whose
+/// links live in the requests' [`RqData`] (indexed by [`RqId::index`]), so that
+/// removing any request is O(1) (as `list_del_init` in the kernel).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fifo {
+    head: Option<RqId>,
+    tail: Option<RqId>,
+    len: usize,
+}
+
+impl Fifo {
+    /// Number of requests linked.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No request linked.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Oldest request.
+    pub fn front(&self) -> Option<RqId> {
+        self.head
+    }
+
+    /// `list_add_tail`. `rq` must not be linked.
+    pub fn push_back(&mut self, rqd: &mut [RqData], rq: RqId) {
+        debug_assert!(!rqd[rq.index()].in_fifo);
+        let d = &mut rqd[rq.index()];
+        d.in_fifo = true;
+        d.fifo_prev = self.tail;
+        d.fifo_next = None;
+        match self.tail {
+            Some(t) => rqd[t.index()].fifo_next = Some(rq),
+            None => self.head = Some(rq),
+        }
+        self.tail = Some(rq);
+        self.len += 1;
+    }
+
+    /// `list_del_init`: unlink `rq` if it is linked (in this FIFO). Returns whether
+    /// it was.
+    pub fn remove(&mut self, rqd: &mut [RqData], rq: RqId) -> bool {
+        let d = &mut rqd[rq.index()];
+        if !d.in_fifo {
+            return false;
+        }
+        let (prev, next) = (d.fifo_prev, d.fifo_next);
+        d.in_fifo = false;
+        d.fifo_prev = None;
+        d.fifo_next = None;
+        match prev {
+            Some(p) => rqd[p.index()].fifo_next = next,
+            None => self.head = next,
+        }
+        match next {
+            Some(n) => rqd[n.index()].fifo_prev = prev,
+            None => self.tail = prev,
+        }
+        self.len -= 1;
+        true
+    }
+
+    /// `list_replace_init(old, new)`: `new` (not linked) takes `old`'s place; a
+    /// no-op when `old` is not linked.
+    pub fn replace(&mut self, rqd: &mut [RqData], old: RqId, new: RqId) {
+        debug_assert!(!rqd[new.index()].in_fifo);
+        let d = &mut rqd[old.index()];
+        if !d.in_fifo {
+            return;
+        }
+        let (prev, next) = (d.fifo_prev, d.fifo_next);
+        d.in_fifo = false;
+        d.fifo_prev = None;
+        d.fifo_next = None;
+        let n = &mut rqd[new.index()];
+        n.in_fifo = true;
+        n.fifo_prev = prev;
+        n.fifo_next = next;
+        match prev {
+            Some(p) => rqd[p.index()].fifo_next = Some(new),
+            None => self.head = Some(new),
+        }
+        match next {
+            Some(x) => rqd[x.index()].fifo_prev = Some(new),
+            None => self.tail = Some(new),
+        }
+    }
+
+    /// The linked requests, oldest first.
+    pub fn iter<'a>(&self, rqd: &'a [RqData]) -> impl Iterator<Item = RqId> + 'a {
+        std::iter::successors(self.head, move |r| rqd[r.index()].fifo_next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The intrusive [`Fifo`] against the `VecDeque` it replaced, on random pushes,
+    /// removals (`list_del_init`) and merge replacements (`bfq_requests_merged`).
+    #[test]
+    fn fifo_matches_vecdeque() {
+        let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            rng ^= rng >> 12;
+            rng ^= rng << 25;
+            rng ^= rng >> 27;
+            rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        };
+        const N: u32 = 64;
+        for _round in 0..50 {
+            let mut rqd = vec![RqData::default(); N as usize];
+            let mut fifo = Fifo::default();
+            let mut old: VecDeque<RqId> = VecDeque::new();
+            for _ in 0..2_000 {
+                let r = next();
+                let rq = RqId((r >> 8) as u32 % N);
+                match r % 4 {
+                    0 | 1 => {
+                        if !old.contains(&rq) {
+                            old.push_back(rq);
+                            fifo.push_back(&mut rqd, rq);
+                        }
+                    }
+                    2 => {
+                        let was = old.iter().position(|&x| x == rq).map(|p| old.remove(p));
+                        assert_eq!(fifo.remove(&mut rqd, rq), was.is_some());
+                    }
+                    _ => {
+                        let nx = RqId((r >> 40) as u32 % N);
+                        if nx != rq {
+                            old.retain(|&x| x != rq);
+                            if let Some(p) = old.iter().position(|&x| x == nx) {
+                                old[p] = rq;
+                            }
+                            fifo.remove(&mut rqd, rq);
+                            fifo.replace(&mut rqd, nx, rq);
+                        }
+                    }
+                }
+                assert_eq!(fifo.len(), old.len());
+                assert_eq!(fifo.is_empty(), old.is_empty());
+                assert_eq!(fifo.front(), old.front().copied());
+                let got: Vec<RqId> = fifo.iter(&rqd).collect();
+                assert_eq!(got, old.iter().copied().collect::<Vec<_>>());
+                for i in 0..N {
+                    assert_eq!(rqd[i as usize].in_fifo, old.contains(&RqId(i)));
+                }
+            }
+        }
+    }
 }
