@@ -122,3 +122,34 @@ fn kernel_trace_compare_rejects_non_trace() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no block events found"));
 }
+
+#[test]
+fn kernel_trace_merges_compares_and_rejects_bad_files() {
+    let out = bin()
+        .args(["kernel-trace", "merges"])
+        .arg(data("kernel/merges-onebatch-write64-ddl.txt"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("63"), "{text}");
+    let bad = tmp("not-a-recording.txt", "garbage\nmore\n");
+    let out = bin()
+        .args(["kernel-trace", "merges"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stat_before"));
+    let out = bin()
+        .args(["kernel-trace", "merges", "/nonexistent/rec.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
