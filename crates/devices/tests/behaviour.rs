@@ -2,26 +2,11 @@
 //! flush rule, RAID splitting, no starvation, determinism.
 
 use blk::mq::QueueRqStatus;
-use blk::{Bio, BioId, CgroupId, IoPrio, Ns, Op, ReqFlags, Request, RqId, Sector};
+use blk::{Ns, Op, ReqFlags, Request, RqId};
 use devices::Device;
 
 mod common;
-use common::{closed_loop, Pat};
-
-fn rq(op: Op, flags: ReqFlags, sector: u64, n: u32) -> Request {
-    let bio = Bio {
-        op,
-        flags,
-        sector: Sector(sector),
-        nr_sectors: n,
-        ioprio: IoPrio::default(),
-        pid: 1,
-        cpu: 0,
-        cgroup: CgroupId(0),
-        owner: 0,
-    };
-    Request::from_bio(&bio, BioId(0), Ns(0))
-}
+use common::{closed_loop, request as rq, Pat};
 
 fn dev(name: &str) -> Box<dyn Device> {
     devices::profile(name).unwrap().build()

@@ -9,19 +9,7 @@ use devices::disksim::{demerit, import, trace, TableDisk};
 use std::path::PathBuf;
 
 fn data_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("IOSCHED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    let d = base.join("disksim-valid");
-    if d.join("atlas_III.parv").exists() {
-        Some(d)
-    } else {
-        eprintln!(
-            "SKIP: DiskSim validation data not found at {} (set IOSCHED_DATA)",
-            d.display()
-        );
-        None
-    }
+    devices::disksim::validation_data_dir()
 }
 
 fn run(name: &str) -> Option<(f64, f64)> {

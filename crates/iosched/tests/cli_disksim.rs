@@ -9,19 +9,7 @@ fn bin() -> Command {
 }
 
 fn data_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("IOSCHED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    let d = base.join("disksim-valid");
-    if d.join("atlas_III.parv").exists() {
-        Some(d)
-    } else {
-        eprintln!(
-            "SKIP: DiskSim validation data not found at {} (set IOSCHED_DATA)",
-            d.display()
-        );
-        None
-    }
+    devices::disksim::validation_data_dir()
 }
 
 fn tmp(name: &str) -> PathBuf {
