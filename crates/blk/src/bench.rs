@@ -3,12 +3,42 @@
 //! (`finish_request` and the request's free included). Used by the criterion benches
 //! and by `iosched bench`.
 
-use crate::elevator::{self, Elevator, ElvCtx, QueueParams, UnknownScheduler};
+use crate::elevator::{self, Elevator, ElvCtx, QueueParams, TunableError, UnknownScheduler};
 use crate::merge::MergeState;
 use crate::request::{Bio, BioArena, Request, RqArena};
 use crate::types::{CgroupId, IoClass, IoPrio, Jiffies, Ns, Op, ReqFlags, Sector};
 use std::hint::black_box;
 use std::time::Instant;
+
+/// How a [`SchedBench`] queue is set up beyond its scheduler and depth.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// CPUs of the queue (`QueueParams::nr_cpus`); requests come from each in turn.
+    pub nr_cpus: u32,
+    /// Scheduler tunables written before the run, as `(sysfs name, value)`.
+    pub tunables: Vec<(String, String)>,
+}
+
+impl Default for BenchConfig {
+    /// 8 CPUs, default tunables.
+    fn default() -> Self {
+        BenchConfig {
+            nr_cpus: 8,
+            tunables: Vec::new(),
+        }
+    }
+}
+
+/// Why a bench could not be set up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BenchError {
+    /// No such scheduler.
+    #[error(transparent)]
+    Scheduler(#[from] UnknownScheduler),
+    /// A tunable was refused.
+    #[error(transparent)]
+    Tunable(#[from] TunableError),
+}
 
 /// One scheduler under a steady insert/dispatch/complete load.
 pub struct SchedBench {
@@ -19,6 +49,7 @@ pub struct SchedBench {
     rng: u64,
     now: u64,
     cpu: u32,
+    nr_cpus: u32,
 }
 
 impl SchedBench {
@@ -26,19 +57,40 @@ impl SchedBench {
     /// 8 sectors on 16-sector boundaries (never adjacent, so nothing merges), half reads
     /// and half writes, spread over 8 CPUs; the clock advances 1 µs per step.
     pub fn new(name: &str, queued: usize) -> Result<SchedBench, UnknownScheduler> {
+        match Self::with_config(name, queued, &BenchConfig::default()) {
+            Ok(b) => Ok(b),
+            Err(BenchError::Scheduler(e)) => Err(e),
+            Err(BenchError::Tunable(e)) => unreachable!("no tunables written: {e}"),
+        }
+    }
+
+    /// As [`SchedBench::new`], on `cfg.nr_cpus` CPUs and with `cfg.tunables` written
+    /// first.
+    pub fn with_config(
+        name: &str,
+        queued: usize,
+        cfg: &BenchConfig,
+    ) -> Result<SchedBench, BenchError> {
+        let nr_cpus = cfg.nr_cpus.max(1);
         let params = QueueParams {
             hz: 250,
             nr_requests: (queued as u32 + 1).max(256),
+            nr_cpus,
             ..QueueParams::default()
         };
+        let mut e = elevator::create(name, &params)?;
+        for (k, v) in &cfg.tunables {
+            e.set_tunable(k, v)?;
+        }
         let mut b = SchedBench {
-            e: elevator::create(name, &params)?,
+            e,
             rqs: RqArena::new(),
             bios: BioArena::new(),
             merge: MergeState::default(),
             rng: 0x9e37_79b9_7f4a_7c15,
             now: 0,
             cpu: 0,
+            nr_cpus,
         };
         for _ in 0..queued {
             b.insert();
@@ -71,7 +123,7 @@ impl SchedBench {
 
     fn insert(&mut self) {
         let r = self.next();
-        self.cpu = (self.cpu + 1) % 8;
+        self.cpu = (self.cpu + 1) % self.nr_cpus;
         let bio = Bio {
             op: if r & 1 == 0 { Op::Read } else { Op::Write },
             flags: ReqFlags::SYNC,
@@ -116,6 +168,21 @@ impl SchedBench {
 /// `steps` steps after a warm-up.
 pub fn ns_per_request(name: &str, queued: usize, steps: u32) -> Result<f64, UnknownScheduler> {
     let mut b = SchedBench::new(name, queued)?;
+    Ok(time_steps(&mut b, steps))
+}
+
+/// As [`ns_per_request`], for a queue set up by `cfg`.
+pub fn ns_per_request_with(
+    name: &str,
+    queued: usize,
+    steps: u32,
+    cfg: &BenchConfig,
+) -> Result<f64, BenchError> {
+    let mut b = SchedBench::with_config(name, queued, cfg)?;
+    Ok(time_steps(&mut b, steps))
+}
+
+fn time_steps(b: &mut SchedBench, steps: u32) -> f64 {
     for _ in 0..steps / 10 {
         b.step();
     }
@@ -123,5 +190,5 @@ pub fn ns_per_request(name: &str, queued: usize, steps: u32) -> Result<f64, Unkn
     for _ in 0..steps {
         b.step();
     }
-    Ok(t.elapsed().as_nanos() as f64 / steps.max(1) as f64)
+    t.elapsed().as_nanos() as f64 / steps.max(1) as f64
 }

@@ -16,7 +16,7 @@ fn shortened(file: &str, edits: &[(&str, &str)]) -> String {
     }
     let dir = std::env::temp_dir().join(format!("iosched-seeds-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(file);
+    let p = dir.join(std::path::Path::new(file).file_name().unwrap());
     std::fs::write(&p, text).unwrap();
     p.to_string_lossy().into_owned()
 }
@@ -218,4 +218,80 @@ fn seed1_kyber_mainline_merges_and_is_faster_on_sequential_reads() {
     );
     let rand = run("1-kyber-merging-rand.fio");
     assert!(rand[1].1 < 1_000, "random merges: {}", rand[1].1);
+}
+
+/// Seed 3: the per-CPU statistics of v5.14 (`mq-deadline.variant=per-cpu-stats`)
+/// change CPU cost only. In the simulator, with three priority classes competing
+/// (where `dd_queued` decides which level may dispatch), every figure of the report
+/// is identical to mainline's.
+#[test]
+fn seed3_per_cpu_stats_change_no_decision() {
+    let file = shortened(
+        "../mq-deadline-mixed-prio.fio",
+        &[("runtime=2", "runtime=300ms")],
+    );
+    let rows = compare_json(
+        &file,
+        &[
+            "--device",
+            "ideal-sq",
+            "--cpus",
+            "128",
+            "--vary",
+            "mq-deadline.variant=mainline,per-cpu-stats",
+        ],
+    );
+    // One row per job (rt-reader, be-writer, idle-reader) per variant.
+    assert_eq!(rows.len(), 6);
+    let strip = |r: &serde_json::Value| {
+        let mut r = r.clone();
+        r.as_object_mut().unwrap().remove("variant");
+        r
+    };
+    assert!(rows[0]["read"]["iops"].as_f64().unwrap() > 0.0);
+    // The lower classes were served too (so `dd_queued` gated real decisions).
+    assert!(rows[1]["write"]["iops"].as_f64().unwrap() > 0.0);
+    assert!(rows[2]["read"]["iops"].as_f64().unwrap() > 0.0);
+    for i in 0..3 {
+        assert_eq!(strip(&rows[i]), strip(&rows[i + 3]));
+    }
+}
+
+/// Seed 3's one command: `iosched bench` times mq-deadline with both statistics
+/// layouts on 128 CPUs, one row each (the figures are timings, so only their
+/// presence is checked here; docs/seeds.md has them).
+#[test]
+fn seed3_bench_command_prints_both_variants() {
+    let out = Command::new(env!("CARGO_BIN_EXE_iosched"))
+        .args([
+            "bench",
+            "--sched",
+            "mq-deadline",
+            "--cpus",
+            "128",
+            "--vary",
+            "mq-deadline.variant=mainline,per-cpu-stats",
+            "--queued",
+            "64",
+            "--steps",
+            "2000",
+        ])
+        .output()
+        .expect("run iosched");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("mq-deadline variant="))
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(rows[0].contains("variant=mainline") && rows[1].contains("variant=per-cpu-stats"));
+    for r in rows {
+        let ns: f64 = r.split_whitespace().last().unwrap().parse().unwrap();
+        assert!(ns > 0.0, "{r}");
+    }
 }

@@ -1,62 +1,187 @@
-//! `iosched bench`: simulator speed and memory.
+//! `iosched bench`: simulator speed and memory, and the CPU cost of each scheduler.
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
+use blk::bench::BenchConfig;
 use sim::bench;
+
+use super::sim_opts::parse_set;
 
 /// Run the built-in workloads and print simulated requests per wall-clock second and
 /// peak memory. Each workload runs twice, the second time 10x longer in simulated
 /// time: equal peak memory shows that memory does not grow with simulated time. Then
 /// time each scheduler alone: insert + dispatch + complete per request with 64, 1,024
 /// and 16,384 requests queued.
+///
+/// With `--sched`, `--set` or `--vary` only the scheduler timing runs, for the chosen
+/// scheduler(s) and settings: the way to measure a patch whose effect is CPU time
+/// (seed 3: `--sched mq-deadline --cpus 128 --vary
+/// mq-deadline.variant=mainline,per-cpu-stats`).
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Example:\n  cargo run --release -- bench\n  iosched bench --simulated-ms 200"
+    after_help = "Examples:\n  cargo run --release -- bench\n  iosched bench --simulated-ms 200\n  \
+     iosched bench --sched mq-deadline --cpus 128 --vary mq-deadline.variant=mainline,per-cpu-stats"
 )]
 pub struct Args {
     /// Simulated time of the short run, ms (the long run is 10x this).
     #[arg(long, default_value_t = 1000)]
     pub simulated_ms: u64,
+    /// Time only this scheduler (repeatable).
+    #[arg(long = "sched", value_name = "NAME")]
+    pub sched: Vec<String>,
+    /// CPUs of the benchmarked queue; requests come from each in turn.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub cpus: u32,
+    /// Scheduler tunable for the timing, `SCHED.NAME=VALUE` (repeatable).
+    #[arg(long = "set", value_name = "SCHED.NAME=VALUE")]
+    pub set: Vec<String>,
+    /// One row per value: `SCHED.NAME=V1,V2,...`.
+    #[arg(long = "vary", value_name = "SCHED.NAME=V1,V2")]
+    pub vary: Option<String>,
+    /// Requests kept queued, one column each.
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024, 16_384])]
+    pub queued: Vec<usize>,
+    /// Timed steps per figure (after a 10 % warm-up).
+    #[arg(long, default_value_t = 200_000)]
+    pub steps: u32,
+}
+
+/// One row of the scheduler table: a scheduler and the tunables written for it.
+struct Row {
+    label: String,
+    sched: String,
+    tunables: Vec<(String, String)>,
+}
+
+fn rows(args: &Args) -> Result<Vec<Row>> {
+    let mut sets = Vec::new();
+    for s in &args.set {
+        sets.push(parse_set(s)?);
+    }
+    let scheds: Vec<String> = if args.sched.is_empty() {
+        blk::elevator::SCHEDULERS
+            .iter()
+            .map(|s| s.name.to_string())
+            .collect()
+    } else {
+        args.sched.clone()
+    };
+    for (ns, _, _) in &sets {
+        if !scheds.contains(ns) {
+            bail!("--set {ns}.…: scheduler {ns} is not benchmarked (add --sched {ns})");
+        }
+    }
+    let vary = match &args.vary {
+        None => None,
+        Some(v) => {
+            let (key, vals) = v
+                .split_once('=')
+                .with_context(|| format!("--vary {v}: expected SCHED.NAME=V1,V2,..."))?;
+            let values: Vec<String> = vals.split(',').map(str::to_string).collect();
+            if values.iter().any(String::is_empty) {
+                bail!("--vary {v}: expected SCHED.NAME=V1,V2,... with non-empty values");
+            }
+            let (ns, name, _) = parse_set(&format!("{key}={}", values[0]))?;
+            if !scheds.contains(&ns) {
+                bail!("--vary {v}: scheduler {ns} is not benchmarked (add --sched {ns})");
+            }
+            Some((ns, name, values))
+        }
+    };
+    let mut out = Vec::new();
+    for sched in &scheds {
+        let base: Vec<(String, String)> = sets
+            .iter()
+            .filter(|(ns, _, _)| ns == sched)
+            .map(|(_, k, v)| (k.clone(), v.clone()))
+            .collect();
+        match &vary {
+            Some((ns, name, values)) if ns == sched => {
+                for v in values {
+                    let mut t = base.clone();
+                    t.push((name.clone(), v.clone()));
+                    out.push(Row {
+                        label: format!("{sched} {name}={v}"),
+                        sched: sched.clone(),
+                        tunables: t,
+                    });
+                }
+            }
+            _ => out.push(Row {
+                label: sched.clone(),
+                sched: sched.clone(),
+                tunables: base,
+            }),
+        }
+    }
+    Ok(out)
 }
 
 /// Run the command.
 pub fn run(args: Args) -> Result<()> {
     if args.simulated_ms == 0 {
-        anyhow::bail!("--simulated-ms must be at least 1");
+        bail!("--simulated-ms must be at least 1");
+    }
+    if args.cpus == 0 {
+        bail!("--cpus must be at least 1");
+    }
+    if args.queued.is_empty() || args.queued.contains(&0) {
+        bail!("--queued: expected a list of request counts, each at least 1");
+    }
+    let rows = rows(&args)?;
+    // Validate every row's scheduler and tunables before printing anything.
+    for r in &rows {
+        let cfg = BenchConfig {
+            nr_cpus: args.cpus,
+            tunables: r.tunables.clone(),
+        };
+        blk::bench::SchedBench::with_config(&r.sched, 1, &cfg)?;
+    }
+    let only_scheds = !args.sched.is_empty() || !args.set.is_empty() || args.vary.is_some();
+    if !only_scheds {
+        println!(
+            "{:<34} {:>12} {:>10} {:>9} {:>14} {:>12}",
+            "workload", "requests", "sim s", "wall s", "requests/s", "peak RSS"
+        );
+        for w in bench::workloads() {
+            for ms in [args.simulated_ms, args.simulated_ms * 10] {
+                let r = bench::run(&w, ms);
+                let rss = bench::peak_rss_bytes()
+                    .map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
+                    .unwrap_or_else(|| "n/a".into());
+                println!(
+                    "{:<34} {:>12} {:>10.3} {:>9.3} {:>14.0} {:>12}",
+                    r.name,
+                    r.requests,
+                    r.simulated_secs,
+                    r.wall_secs,
+                    r.rate(),
+                    rss
+                );
+            }
+        }
+        println!();
     }
     println!(
-        "{:<34} {:>12} {:>10} {:>9} {:>14} {:>12}",
-        "workload", "requests", "sim s", "wall s", "requests/s", "peak RSS"
+        "scheduler insert+dispatch+complete, ns per request (lower is better), {} CPUs, by requests queued",
+        args.cpus
     );
-    for w in bench::workloads() {
-        for ms in [args.simulated_ms, args.simulated_ms * 10] {
-            let r = bench::run(&w, ms);
-            let rss = bench::peak_rss_bytes()
-                .map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
-                .unwrap_or_else(|| "n/a".into());
-            println!(
-                "{:<34} {:>12} {:>10.3} {:>9.3} {:>14.0} {:>12}",
-                r.name,
-                r.requests,
-                r.simulated_secs,
-                r.wall_secs,
-                r.rate(),
-                rss
-            );
-        }
+    let width = rows.iter().map(|r| r.label.len()).max().unwrap_or(9).max(9);
+    let mut head = format!("{:<width$}", "scheduler");
+    for q in &args.queued {
+        head.push_str(&format!(" {q:>10}"));
     }
-    println!();
-    println!("scheduler insert+dispatch+complete, ns per request (lower is better)");
-    println!(
-        "{:<14} {:>10} {:>10} {:>10}",
-        "scheduler", "64", "1024", "16384"
-    );
-    for s in blk::elevator::SCHEDULERS {
-        let mut row = format!("{:<14}", s.name);
-        for queued in [64usize, 1024, 16_384] {
-            let ns = blk::bench::ns_per_request(s.name, queued, 200_000)?;
-            row.push_str(&format!(" {ns:>10.0}"));
+    println!("{head}");
+    for r in &rows {
+        let cfg = BenchConfig {
+            nr_cpus: args.cpus,
+            tunables: r.tunables.clone(),
+        };
+        let mut line = format!("{:<width$}", r.label);
+        for &queued in &args.queued {
+            let ns = blk::bench::ns_per_request_with(&r.sched, queued, args.steps, &cfg)?;
+            line.push_str(&format!(" {ns:>10.0}"));
         }
-        println!("{row}");
+        println!("{line}");
     }
     Ok(())
 }

@@ -46,6 +46,11 @@
 //! Wang You, 2022, not merged): when a new batch starts, the FIFO head is not expired
 //! and nothing lies at or above the cursor, the batch starts at the lowest-sector
 //! request of the tree (a one-way sweep) instead of at the FIFO head.
+//! `variant = per-cpu-stats` keeps the statistics as v5.14 did before seed 3 ("Speed
+//! up the dispatch of low-priority requests", Zhen Lei, 2021): one copy per CPU,
+//! summed over every CPU at each `dd_queued` call. Decisions are those of `mainline`;
+//! only the CPU cost differs (`iosched bench --cpus 128 --vary
+//! mq-deadline.variant=mainline,per-cpu-stats`).
 //! `variant = mainline` restores the kernel behaviour.
 //!
 //! # Map to the kernel
@@ -142,10 +147,14 @@ pub enum Variant {
     Mainline,
     /// Wang You's "Prioritize first request": wrap to the lowest sector instead.
     HeadRequest,
+    /// The statistics as before Zhen Lei's "Speed up the dispatch of low-priority
+    /// requests" (seed 3): per-CPU counters, summed over every CPU at each
+    /// `dd_queued` call. Same decisions as [`Variant::Mainline`], more work.
+    PerCpuStats,
 }
 
 impl Variant {
-    const ALL: [(Variant, VariantInfo); 2] = [
+    const ALL: [(Variant, VariantInfo); 3] = [
         (
             Variant::Mainline,
             VariantInfo {
@@ -162,12 +171,23 @@ impl Variant {
                        lies at or above the cursor, restart at the lowest sector, not the FIFO head",
             },
         ),
+        (
+            Variant::PerCpuStats,
+            VariantInfo {
+                name: "per-cpu-stats",
+                help:
+                    "before seed patch 'Speed up the dispatch of low-priority requests' (Zhen Lei, \
+                       2021): dd_queued() sums per-CPU inserted/completed counters over every CPU; \
+                       same decisions, CPU cost only (measure with `iosched bench`)",
+            },
+        ),
     ];
 
     fn name(self) -> &'static str {
         match self {
             Variant::Mainline => "mainline",
             Variant::HeadRequest => "head-request",
+            Variant::PerCpuStats => "per-cpu-stats",
         }
     }
 }
@@ -307,6 +327,21 @@ impl LevelStats {
     }
 }
 
+/// Index of each event in a [`CpuStats`] level row.
+const EV_INSERTED: usize = 0;
+const EV_MERGED: usize = 1;
+const EV_DISPATCHED: usize = 2;
+const EV_COMPLETED: usize = 3;
+
+/// One CPU's copy of the statistics for [`Variant::PerCpuStats`] (`struct io_stats`
+/// of v5.14: `local_t` `inserted`, `merged`, `dispatched`, `completed` per level),
+/// each CPU's copy on its own cache lines as the per-CPU allocator places them.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(128))]
+struct CpuStats {
+    ev: [[i64; 4]; LEVELS],
+}
+
 /// One priority level (`struct dd_per_prio`, without the pre-v6.19 dispatch list).
 #[derive(Debug)]
 struct Level {
@@ -389,6 +424,9 @@ pub struct MqDeadline {
     async_depth: u32,
     prio_aging_expire: i32,
     nr_requests: u32,
+    /// Per-CPU statistics, one per possible CPU; only kept for
+    /// [`Variant::PerCpuStats`].
+    percpu: Vec<CpuStats>,
 }
 
 impl MqDeadline {
@@ -415,6 +453,7 @@ impl MqDeadline {
             async_depth: params.nr_requests,
             prio_aging_expire: j(DEFAULT_PRIO_AGING_EXPIRE_MS),
             nr_requests: params.nr_requests,
+            percpu: vec![CpuStats::default(); params.nr_cpus.max(1) as usize],
         }
     }
 
@@ -583,9 +622,32 @@ impl MqDeadline {
     }
 
     /// `dd_queued`, as the seed-3 counter (equal to `inserted − completed` whenever
-    /// a dispatch runs; see [`LevelStats`]).
+    /// a dispatch runs; see [`LevelStats`]); with [`Variant::PerCpuStats`], as v5.14
+    /// computed it: `dd_sum(inserted) − dd_sum(completed)`, each a pass over every
+    /// CPU's copy.
     fn queued(&self, lv: usize) -> u32 {
+        if self.variant == Variant::PerCpuStats {
+            return self
+                .dd_sum(lv, EV_INSERTED)
+                .wrapping_sub(self.dd_sum(lv, EV_COMPLETED)) as u32;
+        }
         self.levels[lv].stats.nr_queued
+    }
+
+    /// `dd_sum` (v5.14): one event of one level, summed over the CPUs.
+    fn dd_sum(&self, lv: usize, ev: usize) -> i64 {
+        self.percpu
+            .iter()
+            .fold(0i64, |sum, c| sum.wrapping_add(c.ev[lv][ev]))
+    }
+
+    /// `dd_count` (v5.14): count one event on `cpu`'s copy.
+    fn dd_count(&mut self, cpu: u32, lv: usize, ev: usize) {
+        if self.variant == Variant::PerCpuStats {
+            let n = self.percpu.len();
+            let c = &mut self.percpu[cpu as usize % n].ev[lv][ev];
+            *c = c.wrapping_add(1);
+        }
     }
 
     /// `deadline_remove_request`: off the FIFO, the sort tree, the merge hash and the
@@ -605,10 +667,11 @@ impl MqDeadline {
     fn start_request(&mut self, ctx: &mut ElvCtx, id: RqId) {
         let r = ctx.rqs.get_mut(id);
         r.started = true;
-        let (lv, dir, sector) = (level_of(r.ioprio.class), r.dir().idx(), r.sector.0);
+        let (lv, dir, sector, cpu) = (level_of(r.ioprio.class), r.dir().idx(), r.sector.0, r.cpu);
         let l = &mut self.levels[lv];
         l.latest_pos[dir] = sector;
         l.stats.dispatched = l.stats.dispatched.wrapping_add(1);
+        self.dd_count(cpu, lv, EV_DISPATCHED);
         self.rqs[id.index()].place = Place::Out;
     }
 
@@ -681,7 +744,7 @@ impl MqDeadline {
                 } else {
                     match (self.next_rq(lv, dir), self.variant) {
                         (Some(n), _) => (n, How::Sorted),
-                        (None, Variant::Mainline) => (head, How::Wrap),
+                        (None, Variant::Mainline | Variant::PerCpuStats) => (head, How::Wrap),
                         (None, Variant::HeadRequest) => {
                             let lowest = Self::node(self.sort.first(self.levels[lv].sort[dir]))
                                 .expect("non-empty FIFO implies non-empty tree");
@@ -837,9 +900,13 @@ impl Elevator for MqDeadline {
     /// `dd_merged_requests`: `next` was absorbed into `rq`. Count it, let `rq`
     /// inherit `next`'s deadline and FIFO slot if earlier, forget `next`.
     fn requests_merged(&mut self, ctx: &mut ElvCtx, rq: RqId, next: RqId) {
-        let lv = level_of(ctx.rqs.get(next).ioprio.class);
+        let (lv, cpu) = {
+            let r = ctx.rqs.get(next);
+            (level_of(r.ioprio.class), r.cpu)
+        };
         let s = &mut self.levels[lv].stats;
         s.merged = s.merged.wrapping_add(1);
+        self.dd_count(cpu, lv, EV_MERGED);
         self.rq_mut(rq);
         self.rq_mut(next);
         let (a, b) = (self.rqs[rq.index()], self.rqs[next.index()]);
@@ -874,7 +941,7 @@ impl Elevator for MqDeadline {
     fn insert_requests(&mut self, ctx: &mut ElvCtx, rqs: &[RqId], at_head: bool) {
         let now = ctx.jiffies;
         for &id in rqs {
-            let (lv, dir, sector, end, mergeable) = {
+            let (lv, dir, sector, end, mergeable, cpu) = {
                 let r = ctx.rqs.get(id);
                 (
                     level_of(r.ioprio.class),
@@ -882,6 +949,7 @@ impl Elevator for MqDeadline {
                     r.sector.0,
                     r.end().0,
                     merge::rq_mergeable(r),
+                    r.cpu,
                 )
             };
             let d = self.rq_mut(id);
@@ -891,6 +959,7 @@ impl Elevator for MqDeadline {
             if first {
                 let s = &mut self.levels[lv].stats;
                 s.inserted = s.inserted.wrapping_add(1);
+                self.dd_count(cpu, lv, EV_INSERTED);
             }
             // blk_mq_sched_try_insert_merge
             if mergeable && merge::attempt_insert_merge(ctx, self, id) {
@@ -994,13 +1063,17 @@ impl Elevator for MqDeadline {
 
     /// `dd_finish_request`: count the completion of a request that went through
     /// insertion; others (bypass inserts) are ignored.
-    fn finish_request(&mut self, _ctx: &mut ElvCtx, rq: RqId) {
-        let Some(d) = self.rqs.get_mut(rq.index()) else {
+    fn finish_request(&mut self, ctx: &mut ElvCtx, rq: RqId) {
+        let Some(&d) = self.rqs.get(rq.index()) else {
             return;
         };
         if d.level == NO_LEVEL {
             return;
         }
+        // v5.14 counted the completion on the CPU running the completion; which CPU
+        // that is does not change any sum.
+        self.dd_count(ctx.rqs.get(rq).cpu, d.level as usize, EV_COMPLETED);
+        let d = &mut self.rqs[rq.index()];
         let s = &mut self.levels[d.level as usize].stats;
         s.completed = s.completed.wrapping_add(1);
         if d.counted {
@@ -1084,13 +1157,25 @@ impl Elevator for MqDeadline {
         if name == "variant" {
             let v = value.strip_suffix('\n').unwrap_or(value);
             let known = Variant::ALL.iter().map(|(_, i)| i.name).collect::<Vec<_>>();
-            self.variant = Variant::ALL
+            let new = Variant::ALL
                 .iter()
                 .find(|(_, i)| i.name == v)
                 .map(|(var, _)| *var)
                 .ok_or_else(|| {
                     invalid(&format!("unknown variant (known: {})", known.join(", ")))
                 })?;
+            if new == Variant::PerCpuStats && self.variant != Variant::PerCpuStats {
+                // Start the per-CPU copies from the level counters so that their sums
+                // agree with what is already queued.
+                self.percpu
+                    .iter_mut()
+                    .for_each(|c| *c = CpuStats::default());
+                for (lv, l) in self.levels.iter().enumerate() {
+                    let row = &mut self.percpu[0].ev[lv];
+                    row[EV_INSERTED] = i64::from(l.stats.nr_queued);
+                }
+            }
+            self.variant = new;
             return Ok(());
         }
         if !self.tunables().iter().any(|t| t.name == name) {

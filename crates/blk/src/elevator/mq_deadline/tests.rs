@@ -122,13 +122,14 @@ fn unparsable_or_out_of_int_range_is_rejected() {
 fn variant_switch() {
     let mut d = dd(250);
     let v = d.variants();
-    assert_eq!(v.len(), 2);
+    assert_eq!(v.len(), 3);
     assert!(v.iter().any(|i| i.name == "head-request"));
+    assert!(v.iter().any(|i| i.name == "per-cpu-stats"));
     d.set_tunable("variant", "head-request").unwrap();
     assert_eq!(d.variant(), Variant::HeadRequest);
     assert_eq!(get(&d, "variant"), "head-request");
     let e = d.set_tunable("variant", "bogus").unwrap_err();
-    assert!(e.to_string().contains("mainline, head-request"), "{e}");
+    assert!(e.to_string().contains("mainline, head-request, per-cpu-stats"), "{e}");
     assert_eq!(d.variant(), Variant::HeadRequest);
     d.set_tunable("variant", "mainline").unwrap();
     assert_eq!(d.variant(), Variant::Mainline);
