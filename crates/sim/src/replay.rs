@@ -145,6 +145,10 @@ pub struct InsertOp {
     pub cgroup: String,
     /// Flags (`sync`, `fua`, `preflush`, `meta`).
     pub flags: ReqFlags,
+    /// When the request was allocated (`start_time_ns`, the kernel's `block_getrq`),
+    /// ns on the ops' clock; `None` means at the insert's `t`. Kyber's total latency
+    /// is measured from it.
+    pub alloc_t: Option<u64>,
 }
 
 impl InsertOp {
@@ -173,6 +177,9 @@ impl InsertOp {
         }
         if self.cgroup != "/" {
             m.insert("cgroup".into(), Value::from(self.cgroup.clone()));
+        }
+        if let Some(a) = self.alloc_t {
+            m.insert("alloc_t".into(), Value::from(a));
         }
         let names: Vec<&str> = self
             .flags
@@ -353,10 +360,16 @@ fn parse_op(m: &Map<String, Value>) -> Result<TraceOp, String> {
                 m,
                 &[
                     "t", "jiffies", "op", "id", "sector", "sectors", "dir", "class", "at_head",
-                    "level", "pid", "cpu", "cgroup", "flags",
+                    "level", "pid", "cpu", "cgroup", "flags", "alloc_t",
                 ],
                 "insert op",
             )?;
+            let alloc_t = get_u64(m, "alloc_t")?;
+            if let Some(a) = alloc_t.filter(|&a| a > t) {
+                return Err(format!(
+                    "field 'alloc_t' ({a}) is after the insert's 't' ({t}): a request is allocated before it is inserted"
+                ));
+            }
             let dir = match require(get_str(m, "dir")?, "dir", op)? {
                 "read" => Dir::Read,
                 "write" => Dir::Write,
@@ -397,6 +410,7 @@ fn parse_op(m: &Map<String, Value>) -> Result<TraceOp, String> {
                 cpu: get_u32(m, "cpu")?.unwrap_or(0),
                 cgroup: get_str(m, "cgroup")?.unwrap_or("/").to_string(),
                 flags,
+                alloc_t,
             })
         }
         "dispatch" => {
@@ -735,7 +749,7 @@ impl Replayer {
             owner: ins.id,
         };
         let bio_id = self.bios.alloc(bio);
-        let mut rq = Request::from_bio(&bio, bio_id, Ns(t));
+        let mut rq = Request::from_bio(&bio, bio_id, Ns(ins.alloc_t.unwrap_or(t)));
         rq.sched_tag = Some(tag);
         rq.uses_sched = true;
         let rid = self.rqs.alloc(rq);
@@ -965,8 +979,20 @@ mod tests {
                 cpu: 1,
                 cgroup: "/a".into(),
                 flags: ReqFlags::SYNC,
+                alloc_t: Some(4),
             }),
         };
         assert_eq!(parse_line(&op.to_json(), false).unwrap(), Line::Op(op));
+    }
+
+    #[test]
+    fn allocation_after_insert_is_refused() {
+        let line =
+            r#"{"t":5,"op":"insert","id":1,"sector":0,"sectors":8,"dir":"read","alloc_t":6}"#;
+        let e = parse_line(line, false).unwrap_err();
+        assert!(
+            e.contains("'alloc_t' (6) is after the insert's 't' (5)"),
+            "{e}"
+        );
     }
 }

@@ -95,3 +95,26 @@ fn write_tokens_throttled() {
     assert_eq!(depths(&c.depth_changes), [("WRITE", 32), ("WRITE", 8)]);
     assert_eq!(depths(&r.depth_changes), [("WRITE", 32)]);
 }
+
+/// As `low_read_target_shrinks_writes`, recorded with `block_getrq`: every insert
+/// carries its allocation time (kyber's total latency starts there), and both of the
+/// kernel's resizes are reproduced.
+#[test]
+fn low_read_target_with_allocation_times() {
+    let (c, r) = run("kyber-lowlat-getrq.txt");
+    let inserts: Vec<_> = c
+        .ops
+        .iter()
+        .filter_map(|op| match &op.kind {
+            sim::replay::OpKind::Insert(i) => Some((op.t, i.alloc_t)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inserts.len(), 2560);
+    assert!(inserts.iter().all(|&(t, a)| a.is_some_and(|a| a <= t)));
+    // Plugged batches of 32: most requests wait in the plug after allocation.
+    assert!(inserts.iter().filter(|&&(t, a)| a.unwrap() < t).count() > 2000);
+    assert_eq!(figures(&r), (2560, 2526, 2559, 0));
+    assert_eq!(depths(&c.depth_changes), [("WRITE", 96), ("WRITE", 72)]);
+    assert_eq!(depths(&r.depth_changes), [("WRITE", 96), ("WRITE", 72)]);
+}

@@ -274,8 +274,10 @@ const EVENTS: [&str; 7] = [
 const BIO_MERGE_EVENTS: [&str; 2] = ["block/block_bio_backmerge", "block/block_bio_frontmerge"];
 
 /// Kyber's own tracepoints (depth changes, percentiles, throttling), enabled when
-/// recording kyber: they show the kernel's controller, which the block events cannot.
-const KYBER_EVENTS: [&str; 3] = [
+/// recording kyber: they show the kernel's controller, which the block events cannot;
+/// and request allocations (`block_getrq`), where kyber's total latency starts.
+const KYBER_EVENTS: [&str; 4] = [
+    "block/block_getrq",
     "kyber/kyber_adjust",
     "kyber/kyber_latency",
     "kyber/kyber_throttled",

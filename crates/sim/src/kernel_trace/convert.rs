@@ -111,6 +111,23 @@ fn flags_of(e: &BlockEvent) -> ReqFlags {
     f
 }
 
+/// The allocation (`block_getrq`) of the request `insert` carries: the most recent
+/// unmatched one in its direction at its start sector, else (a front merge in the
+/// plug moved the start) inside its range. Allocations whose request was merged at
+/// insert (no insert event) stay unmatched and are passed over by newer ones.
+fn take_allocation(allocated: &mut Vec<&BlockEvent>, dir: Dir, insert: &BlockEvent) -> Option<u64> {
+    let same = |g: &&BlockEvent| g.dir() == Some(dir);
+    let pos = allocated
+        .iter()
+        .rposition(|g| same(g) && g.sector == insert.sector)
+        .or_else(|| {
+            allocated
+                .iter()
+                .rposition(|g| same(g) && g.sector > insert.sector && g.sector < insert.end())
+        })?;
+    Some(allocated.remove(pos).ts_ns)
+}
+
 /// Convert `kt` (events of device `dev`, or the first device seen) into a conformance
 /// trace for scheduler `sched`, timing ops from the first block event.
 pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Converted {
@@ -136,7 +153,17 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         header.nr_requests = n;
     }
     let events: Vec<&BlockEvent> = kt.events.iter().filter(|e| e.dev == dev).collect();
-    let t0 = events.first().map(|e| e.ts_ns).unwrap_or(0);
+    let getrqs: Vec<&BlockEvent> = kt.getrqs.iter().filter(|e| e.dev == dev).collect();
+    let t0 = events
+        .first()
+        .map(|e| e.ts_ns)
+        .into_iter()
+        .chain(getrqs.first().map(|e| e.ts_ns))
+        .min()
+        .unwrap_or(0);
+    // Allocations seen so far and not yet matched to an insert.
+    let mut next_getrq = 0usize;
+    let mut allocated: Vec<&BlockEvent> = Vec::new();
     let mut merge_limits = MergeLimits::default();
     if let Some(kb) = kt.meta.max_sectors_kb {
         merge_limits.max_sectors = kb * 2;
@@ -199,6 +226,12 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         };
         match e.kind {
             BlockKind::Insert => {
+                while let Some(g) = getrqs.get(next_getrq).filter(|g| g.ts_ns <= e.ts_ns) {
+                    allocated.push(g);
+                    next_getrq += 1;
+                }
+                let alloc_t =
+                    take_allocation(&mut allocated, dir, e).map(|ts| ts.saturating_sub(t0).min(t));
                 let at_head = match requeued
                     .iter()
                     .position(|&(d, s)| d == dir && s == e.sector)
@@ -232,6 +265,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                     cpu: e.cpu.min(7),
                     cgroup: "/".into(),
                     flags: flags_of(e),
+                    alloc_t,
                 };
                 push(&mut c, OpKind::Insert(op), None);
             }

@@ -188,6 +188,10 @@ pub struct KernelTrace {
     /// Timestamps (ns) at which `kyber_timer_fn` ran (`timer_expire_entry`), with the
     /// jiffies it ran at.
     pub kyber_timer_runs: Vec<JiffySample>,
+    /// `block_getrq` events (a request allocated for a bio: `start_time_ns` is
+    /// stamped then), in file order; `kind` is [`BlockKind::Insert`] and class/level
+    /// are unknown (the event does not print them).
+    pub getrqs: Vec<BlockEvent>,
     /// Lines that look like events but could not be parsed (line, reason).
     pub skipped: Vec<(usize, String)>,
 }
@@ -226,6 +230,20 @@ fn field<'a>(rest: &'a str, key: &str) -> Option<&'a str> {
 /// issue, merge) or `7,0 R () 1976 + 8 be,0,0 [0]` (complete, requeue).
 /// Device, RWBS, sector, sector count, ioprio class and level of a block event.
 type BlockFields = ((u32, u32), String, u64, u32, IoClass, u8);
+
+/// The payload of `block_getrq`: `MAJ,MIN RWBS SECTOR + COUNT [COMM]`.
+fn parse_getrq(rest: &str) -> Result<((u32, u32), String, u64, u32), String> {
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    if f.len() < 5 || f[3] != "+" {
+        return Err("block_getrq lacks 'DEV RWBS SECTOR + COUNT'".into());
+    }
+    let dev = parse_dev(f[0]).ok_or_else(|| format!("bad device '{}'", f[0]))?;
+    let sector = f[2].parse().map_err(|_| format!("bad sector '{}'", f[2]))?;
+    let nr = f[4]
+        .parse()
+        .map_err(|_| format!("bad sector count '{}'", f[4]))?;
+    Ok((dev, f[1].to_string(), sector, nr))
+}
 
 fn parse_block(rest: &str) -> Result<BlockFields, String> {
     let open = rest.find('(').ok_or("no '(' in block event")?;
@@ -311,6 +329,25 @@ pub fn parse(text: &str) -> KernelTrace {
             "block_rq_complete" => BlockKind::Complete,
             "block_rq_merge" => BlockKind::Merge,
             "block_rq_requeue" => BlockKind::Requeue,
+            "block_getrq" => {
+                match parse_getrq(payload) {
+                    Ok((dev, rwbs, sector, nr_sectors)) => kt.getrqs.push(BlockEvent {
+                        line: n,
+                        ts_ns: ts,
+                        cpu,
+                        pid,
+                        kind: BlockKind::Insert,
+                        dev,
+                        rwbs,
+                        sector,
+                        nr_sectors,
+                        class: IoClass::None,
+                        level: 4,
+                    }),
+                    Err(e) => kt.skipped.push((n, e)),
+                }
+                continue;
+            }
             "timer_start" => {
                 // expires=J [timeout=N] → jiffies now = J − N.
                 let e = field(payload, "expires=").and_then(|v| v.parse::<u64>().ok());
@@ -427,6 +464,24 @@ mod tests {
         assert_eq!(kt.events[1].dir(), Some(Dir::Write));
         assert_eq!(kt.events[1].flags(), (false, "S"));
         assert_eq!(kt.events[2].kind, BlockKind::Complete);
+    }
+
+    #[test]
+    fn getrq_events_are_kept_apart() {
+        let kt = parse(
+            "             fio-7217    [001] .....   987.002000: block_getrq: 7,0 WS 66432 + 8 [fio]\n\
+             fio-7217    [001] .....   987.002001: block_getrq: 7,0 R 8 + x [fio]\n",
+        );
+        assert!(kt.events.is_empty());
+        assert_eq!(kt.getrqs.len(), 1);
+        let g = &kt.getrqs[0];
+        assert_eq!((g.pid, g.cpu, g.dev), (7217, 1, (7, 0)));
+        assert_eq!(
+            (g.sector, g.nr_sectors, g.ts_ns),
+            (66432, 8, 987_002_000_000)
+        );
+        assert_eq!(g.dir(), Some(Dir::Write));
+        assert_eq!(kt.skipped, vec![(2, "bad sector count 'x'".to_string())]);
     }
 
     #[test]
