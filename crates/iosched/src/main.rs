@@ -43,6 +43,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Like other Unix filters, end quietly when the reader of stdout goes away
+    // (`iosched ... | head`) instead of failing a write; Rust ignores SIGPIPE by default.
+    // SAFETY: restoring a signal's default disposition at start-up, before any thread.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => cmd::run::run(a),

@@ -429,3 +429,39 @@ fn flushes_are_reported_beside_fio_disk_stats() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["iosched"]["flush_ios"], 0);
 }
+
+/// `iosched ... | head -1`: when the reader goes away the command ends quietly, as Unix
+/// filters do, with no panic or error message.
+#[test]
+fn closed_stdout_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // 40,000 dispatch lines (~1 MB): far more than a pipe holds.
+    let mut trace = String::from("{\"sched\":\"none\",\"tunables\":{}}\n");
+    for i in 0..40_000u64 {
+        trace.push_str(&format!(
+            "{{\"t\":{t},\"op\":\"insert\",\"id\":{i},\"sector\":{s},\"sectors\":8,\"dir\":\"read\"}}\n\
+             {{\"t\":{t},\"op\":\"dispatch\"}}\n{{\"t\":{t},\"op\":\"complete\",\"id\":{i}}}\n",
+            t = i * 10,
+            s = i * 8
+        ));
+    }
+    let file = job_file("long.jsonl", &trace);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iosched"))
+        .args(["sched-replay", &file])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run iosched");
+    let mut first = String::new();
+    {
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut first).unwrap();
+        // Dropping the reader closes the pipe before most of the listing is written.
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(first.starts_with("{\"t\":0,\"id\":0}"), "{first}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Nothing at all: no panic, and no "Broken pipe" error either.
+    assert!(err.trim().is_empty(), "{err}");
+}

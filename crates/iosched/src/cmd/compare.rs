@@ -5,7 +5,9 @@
 //! with the figures the patch mail quotes in one table and, on request, a chart.
 
 use super::plot;
-use super::sim_opts::{parse_set, run_options, simulate, write_atomically, SimArgs};
+use super::sim_opts::{
+    parse_set, progress_bar, run_options, run_ticking, write_atomically, SimArgs, Work,
+};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use sim::fio::parse_job_file;
@@ -142,9 +144,12 @@ pub fn run(args: Args) -> Result<()> {
             label.push(format!("{k}={v}"));
         }
         let opts = run_options(&sa)?;
-        sim::runner::plan(&input, &opts)?;
-        runs.push((label.join(" "), opts));
+        let work = Work::of(&sim::runner::plan(&input, &opts)?);
+        runs.push((label.join(" "), opts, work));
     }
+    // One bar for all the runs (on stderr, only on a terminal).
+    let bar = progress_bar(&format!("simulating {} variants", runs.len()));
+    bar.set_length(runs.iter().map(|r| r.2.len).sum());
     // Independent runs in parallel; results are collected in order, so the output does
     // not depend on the number of threads.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -154,10 +159,11 @@ pub fn run(args: Args) -> Result<()> {
             let handles: Vec<_> = chunk
                 .0
                 .iter()
-                .map(|(label, opts)| {
-                    let input = &input;
+                .map(|(label, opts, work)| {
+                    let (input, bar) = (&input, &bar);
                     s.spawn(move || {
-                        simulate(input, opts, false).map(|report| Row {
+                        let plan = sim::runner::plan(input, opts)?;
+                        run_ticking(input, opts, plan, bar, *work).map(|report| Row {
                             label: label.clone(),
                             report,
                         })
@@ -169,6 +175,7 @@ pub fn run(args: Args) -> Result<()> {
             }
         });
     }
+    bar.finish_and_clear();
     let rows: Vec<Row> = rows
         .into_iter()
         .map(|r| r.expect("every run done"))

@@ -110,21 +110,72 @@ pub fn simulate(input: &FioInput, opts: &RunOptions, progress: bool) -> Result<R
     if !progress {
         return Ok(runner::run(input, opts, plan, None)?);
     }
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    let (len, by_time) = match (plan.expected_ns, plan.expected_bytes) {
-        (Some(ns), _) if ns > 0 => (ns, true),
-        (_, Some(b)) if b > 0 => (b, false),
-        _ => (0, false),
-    };
-    bar.set_length(len);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} simulating [{bar:40}] {percent}% (eta {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    let mut tick = |now: Ns, bytes: u64| bar.set_position(if by_time { now.0 } else { bytes });
-    let report = runner::run(input, opts, plan, Some(&mut tick))?;
+    let bar = progress_bar("simulating");
+    let work = Work::of(&plan);
+    bar.set_length(work.len);
+    let report = run_ticking(input, opts, plan, &bar, work)?;
     bar.finish_and_clear();
+    Ok(report)
+}
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+pub fn progress_bar(what: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} {what} [{{bar:40}}] {{percent}}% (eta {{eta}})"
+        ))
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// How a run's progress is measured: simulated time for time-based jobs, else bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Work {
+    /// Total, in the unit below.
+    pub len: u64,
+    by_time: bool,
+}
+
+impl Work {
+    /// The expected amount of work of a planned run.
+    pub fn of(plan: &runner::Plan) -> Work {
+        match (plan.expected_ns, plan.expected_bytes) {
+            (Some(ns), _) if ns > 0 => Work {
+                len: ns,
+                by_time: true,
+            },
+            (_, Some(b)) if b > 0 => Work {
+                len: b,
+                by_time: false,
+            },
+            _ => Work {
+                len: 0,
+                by_time: false,
+            },
+        }
+    }
+}
+
+/// Run a planned simulation, advancing `bar` by its progress (several runs may share
+/// one bar: each adds what it did, and the rest of `work` when it ends).
+pub fn run_ticking(
+    input: &FioInput,
+    opts: &RunOptions,
+    plan: runner::Plan,
+    bar: &ProgressBar,
+    work: Work,
+) -> Result<RunReport> {
+    let mut done = 0u64;
+    let mut tick = |now: Ns, bytes: u64| {
+        let pos = if work.by_time { now.0 } else { bytes }.min(work.len);
+        bar.inc(pos.saturating_sub(done));
+        done = done.max(pos);
+    };
+    let report = runner::run(input, opts, plan, Some(&mut tick))?;
+    bar.inc(work.len.saturating_sub(done));
     Ok(report)
 }
 
