@@ -1,7 +1,8 @@
 //! The DiskSim importer on small hand-written drives: it accepts a well-formed one
-//! and rejects malformed parameter files with `file:line` errors.
+//! and rejects malformed parameter files with `file:line` errors; and the imported
+//! model's track-end read-ahead on the well-formed one.
 
-use devices::disksim::import;
+use devices::disksim::{import, TableDisk};
 use std::path::PathBuf;
 
 const PARV: &str = "disksim_bus B { Read block transfer time = 0.1, Write block transfer time = 0.1 }\nsource t.diskspecs\ninstantiate [ disk0 ] as T\n";
@@ -240,4 +241,25 @@ fn bad_seek_files_name_file_and_line() {
         3,
         "increasing",
     );
+}
+
+/// Track-end read-ahead ("Buffer continuous read = 1") reads to the end of the track
+/// holding the first block after the request: a read ending at a track end reads the
+/// next track ahead; one ending inside a track stops at that track's end.
+#[test]
+fn track_end_read_ahead_starts_on_the_track_after_the_request() {
+    let imp = import(&drive("ra", PARV, SPECS, MODEL, SEEK)).unwrap();
+    // 100 blocks a track, 10 ms a revolution, at most 32 blocks read ahead.
+    let mut d = TableDisk::new("t", imp.params.clone());
+    let first = d.serve(0.0, false, 4_090, 10); // ends at the end of track 40
+    assert!(!first.hit);
+    let next = d.serve(first.done_ms + 50.0, false, 4_100, 10);
+    assert!(next.hit, "the next track was read ahead");
+
+    let mut d = TableDisk::new("t", imp.params);
+    let first = d.serve(0.0, false, 4_080, 10); // ends inside track 40
+    let within = d.serve(first.done_ms + 50.0, false, 4_090, 10);
+    assert!(within.hit, "the rest of the track was read ahead");
+    let past = d.serve(within.done_ms + 50.0, false, 4_100, 10);
+    assert!(!past.hit, "read-ahead stopped at the track end");
 }

@@ -59,11 +59,9 @@ fn hp_c2247a_beats_disksim() {
     check("hp_c2247a", 0.090);
 }
 
-// Not yet at DiskSim's figure (0.340 ms; the model reaches 0.3401): held at what the
-// model reaches today so that it cannot get worse unnoticed. See docs/devices.md.
 #[test]
-fn dec_rz26_holds_current_accuracy() {
-    check("dec_rz26", 0.3402);
+fn dec_rz26_beats_disksim() {
+    check("dec_rz26", 0.340);
 }
 
 #[test]

@@ -22,10 +22,11 @@
 //!   `bus_*_ms_per_sector`; reads either stream over the bus as sectors come off the
 //!   media, or (hold bus) wait for the high water mark and then send the whole request.
 //! * **Cache**: `cache_segments` segments of `segment_sectors`; after a read the drive
-//!   keeps reading ahead (to the track end, cylinder end, segment end or the next
-//!   track end, capped by the maximum read-ahead) until another command needs the
-//!   head; a read wholly in a segment is a hit; a read whose first sector is cached or
-//!   about to be read continues the read-ahead stream without repositioning. Written
+//!   keeps reading ahead (to the end of the track or cylinder holding the first block
+//!   after the request, the segment end or the next track end, capped by the maximum
+//!   read-ahead) until another command needs the head; a read wholly in a segment is
+//!   a hit; a read whose first sector is cached or about to be read continues the
+//!   read-ahead stream without repositioning. Written
 //!   data stays readable. With `fast_write` the drive reports a write complete once
 //!   its data is in the buffer and writes it to the media in the background; the next
 //!   command needing the head waits for that.
@@ -1014,7 +1015,9 @@ impl TableDisk {
     /// segment that starts at `seg_start`. Mode 4 (DEC) reads to the end of the track
     /// holding `end`, or one track further when the segment began on an earlier track
     /// (a sequential stream); otherwise the maximum read-ahead past the request (or a
-    /// segment's worth), cut at the track (1) or cylinder (2) end.
+    /// segment's worth), cut at the end of the track (1) or cylinder (2) that holds
+    /// `end`, the first block after the request: a request that ends at a track end
+    /// reads the next track ahead.
     fn read_ahead_limit(&self, seg_start: u64, lbn: u64, end: u64) -> u64 {
         let p = &self.p;
         if !p.read_cache || p.read_ahead_mode == 0 || end >= self.geo.total {
@@ -1034,11 +1037,15 @@ impl TableDisk {
         }
         .min(self.geo.total);
         if matches!(p.read_ahead_mode, 1 | 2) {
-            let last = self.geo.locate(end - 1);
+            // The track (cylinder) that counts is the one the read-ahead starts on,
+            // as in DiskSim's DEC prefetch scheme; DiskSim's own mode 1 refuses any
+            // head switch to a background read, so a request ending at a track end
+            // gets no read-ahead there (the DEC drive reads the next track).
+            let first = self.geo.locate(end);
             let mut x = end;
             while x < limit {
                 let q = self.geo.locate(x);
-                if q.cyl != last.cyl || (p.read_ahead_mode == 1 && q.head != last.head) {
+                if q.cyl != first.cyl || (p.read_ahead_mode == 1 && q.head != first.head) {
                     break;
                 }
                 x += 1;
