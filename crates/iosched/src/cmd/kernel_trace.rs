@@ -607,7 +607,7 @@ fn record_inner(
         "# iosched: nr_requests={}\n",
         read_attr(q.join("nr_requests"))?
     ));
-    for attr in ["max_sectors_kb", "max_segments", "nomerges"] {
+    for attr in ["max_sectors_kb", "max_segments", "nomerges", "rotational"] {
         if let Ok(v) = read_attr(q.join(attr)) {
             hdr.push_str(&format!("# iosched: {attr}={v}\n"));
         }

@@ -152,6 +152,9 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
     if let Some(n) = kt.meta.nr_requests {
         header.nr_requests = n;
     }
+    if let Some(r) = kt.meta.rotational {
+        header.rotational = r;
+    }
     let events: Vec<&BlockEvent> = kt.events.iter().filter(|e| e.dev == dev).collect();
     let getrqs: Vec<&BlockEvent> = kt.getrqs.iter().filter(|e| e.dev == dev).collect();
     let t0 = events
