@@ -578,7 +578,7 @@ fn record_inner(
     let mut fio = Command::new("fio");
     // Global options go before the first --name, so the device applies to every job.
     fio.arg(format!("--filename={dev}")).args(&a.fio);
-    let fio_out = fio.output().context("running fio")?;
+    let (fio_out, task_cgroups) = run_watching_cgroups(fio)?;
     write_attr(format!("{TRACEFS}/tracing_on"), "0")?;
     let stat_after = read_attr(&stat_path)?;
     check_interrupted()?;
@@ -624,6 +624,9 @@ fn record_inner(
         if let Ok(v) = read_attr(q.join("iosched").join(&n)) {
             hdr.push_str(&format!("# iosched: tunable.{n}={v}\n"));
         }
+    }
+    for (tid, path) in &task_cgroups {
+        hdr.push_str(&format!("# iosched: task_cgroup={tid} {path}\n"));
     }
     hdr.push_str(&format!("# iosched: size={size}\n"));
     hdr.push_str(&format!("# iosched: fio={}\n", a.fio.join(" ")));
@@ -682,6 +685,111 @@ fn record_inner(
     }
     eprintln!("recorded {} ({dev}, {})", a.out.display(), a.sched);
     Ok(())
+}
+
+/// Run fio to the end, noting the block cgroup of each of its tasks (processes and
+/// threads) while they live: block events name the submitting task, not its cgroup,
+/// and BFQ schedules by cgroup. Only tasks outside the root cgroup are listed, in tid
+/// order.
+fn run_watching_cgroups(
+    mut fio: Command,
+) -> Result<(
+    std::process::Output,
+    std::collections::BTreeMap<u32, String>,
+)> {
+    use std::process::Stdio;
+    let mut child = fio
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running fio")?;
+    let (mut so, mut se) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out_t = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut so, &mut b);
+        b
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut se, &mut b);
+        b
+    });
+    let root = child.id();
+    let mut seen = std::collections::BTreeMap::new();
+    let status = loop {
+        note_task_cgroups(root, &mut seen);
+        if let Some(st) = child.try_wait().context("waiting for fio")? {
+            break st;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    let stdout = out_t.join().unwrap_or_default();
+    let stderr = err_t.join().unwrap_or_default();
+    Ok((
+        std::process::Output {
+            status,
+            stdout,
+            stderr,
+        },
+        seen,
+    ))
+}
+
+/// The block cgroup path of every task of `root` and of its child processes.
+fn note_task_cgroups(root: u32, seen: &mut std::collections::BTreeMap<u32, String>) {
+    let mut pids = vec![root];
+    if let Ok(d) = fs::read_dir("/proc") {
+        for e in d.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            // Field 4 of /proc/PID/stat, after the parenthesised command name.
+            let ppid = fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|st| {
+                    st.rsplit_once(") ")
+                        .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                });
+            if ppid == Some(root) {
+                pids.push(pid);
+            }
+        }
+    }
+    for pid in pids {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Some(path) = fs::read_to_string(t.path().join("cgroup"))
+                .ok()
+                .and_then(|c| block_cgroup(&c))
+            {
+                if path != "/" {
+                    seen.insert(tid, path);
+                }
+            }
+        }
+    }
+}
+
+/// The block I/O cgroup in the text of `/proc/TID/cgroup`: the v1 `blkio` hierarchy's
+/// line if there is one, else the unified (v2, `0::`) line.
+fn block_cgroup(text: &str) -> Option<String> {
+    let mut unified = None;
+    for l in text.lines() {
+        let mut f = l.splitn(3, ':');
+        let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+        if ctrls.split(',').any(|c| c == "blkio" || c == "io") {
+            return Some(path.to_string());
+        }
+        if ctrls.is_empty() {
+            unified = Some(path.to_string());
+        }
+    }
+    unified
 }
 
 // ---------------------------------------------------------------- merges
@@ -795,4 +903,18 @@ fn merges(a: MergesArgs) -> Result<()> {
     }
     std::io::stdout().write_all(out.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::block_cgroup;
+
+    #[test]
+    fn block_cgroup_prefers_the_v1_blkio_hierarchy() {
+        let hybrid = "12:pids:/\n7:blkio:/ga\n1:name=systemd:/user.slice\n0::/user.slice/x\n";
+        assert_eq!(block_cgroup(hybrid).as_deref(), Some("/ga"));
+        let v2 = "0::/test/a\n";
+        assert_eq!(block_cgroup(v2).as_deref(), Some("/test/a"));
+        assert_eq!(block_cgroup("3:cpu,cpuacct:/x\n"), None);
+    }
 }

@@ -266,7 +266,12 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                     at_head,
                     pid: e.pid.max(1),
                     cpu: e.cpu.min(7),
-                    cgroup: "/".into(),
+                    cgroup: kt
+                        .meta
+                        .task_cgroups
+                        .get(&e.pid)
+                        .cloned()
+                        .unwrap_or_else(|| "/".into()),
                     flags: flags_of(e),
                     alloc_t,
                 };

@@ -172,6 +172,8 @@ pub struct TraceMeta {
     pub nomerges: Option<u8>,
     /// `queue/rotational` (BFQ's idling and merging rules read it).
     pub rotational: Option<bool>,
+    /// Block cgroup of each task (tid) of the workload outside the root cgroup.
+    pub task_cgroups: std::collections::BTreeMap<u32, String>,
     /// Other `key=value` lines (fio command, kernel release...).
     pub other: Vec<(String, String)>,
 }
@@ -293,6 +295,16 @@ pub fn parse(text: &str) -> KernelTrace {
                     "max_sectors_kb" => kt.meta.max_sectors_kb = v.parse().ok(),
                     "max_segments" => kt.meta.max_segments = v.parse().ok(),
                     "rotational" => kt.meta.rotational = v.parse::<u8>().ok().map(|r| r != 0),
+                    "task_cgroup" => match v.split_once(' ') {
+                        Some((tid, path))
+                            if tid.parse::<u32>().is_ok() && path.starts_with('/') =>
+                        {
+                            kt.meta
+                                .task_cgroups
+                                .insert(tid.parse().unwrap_or(0), path.to_string());
+                        }
+                        _ => kt.skipped.push((n, format!("bad task_cgroup line '{v}'"))),
+                    },
                     "nomerges" => kt.meta.nomerges = v.parse().ok(),
                     _ => {
                         if let Some(t) = k.strip_prefix("tunable.") {
@@ -441,6 +453,7 @@ mod tests {
 # iosched: dev=7,0
 # iosched: tunable.fifo_batch=16
 # iosched: rotational=1
+# iosched: task_cgroup=14589 /ga
            rustc-14579   [001] .Ns..   525.005569: timer_expire_entry: timer=00000000a4330550 function=process_timeout now=4295023478 baseclk=4295023478
      rcu_preempt-15      [001] d..1.   525.006147: timer_start: timer=00000000a4330550 function=process_timeout expires=4295023479 [timeout=1] bucket_expiry=4295023480 cpu=1 idx=56 flags=
  opt 6brjx-oh4lr-14589   [000] ...1.   525.281050: block_rq_insert: 7,0 R 4096 () 1976 + 8 be,0,0 [fio]
@@ -455,6 +468,10 @@ mod tests {
         assert_eq!(kt.meta.dev, Some((7, 0)));
         assert_eq!(kt.meta.tunables, vec![("fifo_batch".into(), "16".into())]);
         assert_eq!(kt.meta.rotational, Some(true));
+        assert_eq!(
+            kt.meta.task_cgroups.get(&14589).map(String::as_str),
+            Some("/ga")
+        );
         assert_eq!(kt.samples.len(), 2);
         assert_eq!(kt.samples[1].jiffies, 4295023478);
         assert_eq!(kt.samples[1].ts_ns, 525_006_147_000);
