@@ -14,10 +14,11 @@
 //! buffers the output, so that a trace that fails half-way produces an error and no
 //! output at all.
 
+use blk::cgroup::CgroupTable;
 use blk::elevator::{self, Elevator, ElvCtx, QueueParams};
 use blk::merge::{MergeLimits, MergeState};
 use blk::request::{Bio, BioArena, Request, RqArena, RqId};
-use blk::types::{CgroupId, Dir, IoClass, IoPrio, Jiffies, Ns, Op, ReqFlags, Sector};
+use blk::types::{Dir, IoClass, IoPrio, Jiffies, Ns, Op, ReqFlags, Sector};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt;
@@ -58,6 +59,9 @@ pub struct Header {
     pub nr_requests: u32,
     /// Driver tags (default 128).
     pub queue_depth: u32,
+    /// `io.bfq.weight` of cgroups, by path (`"cgroup_weights": {"/a": 200}`;
+    /// others have the default 100). Naming a cgroup here creates it.
+    pub cgroup_weights: Vec<(String, u32)>,
 }
 
 impl Header {
@@ -72,6 +76,7 @@ impl Header {
             rotational: p.rotational,
             nr_requests: p.nr_requests,
             queue_depth: p.queue_depth,
+            cgroup_weights: Vec::new(),
         }
     }
 
@@ -115,6 +120,14 @@ impl Header {
         }
         if self.queue_depth != d.queue_depth {
             m.insert("queue_depth".into(), Value::from(self.queue_depth));
+        }
+        if !self.cgroup_weights.is_empty() {
+            let w: Map<String, Value> = self
+                .cgroup_weights
+                .iter()
+                .map(|(p, w)| (p.clone(), Value::from(*w)))
+                .collect();
+            m.insert("cgroup_weights".into(), Value::Object(w));
         }
         Value::Object(m).to_string()
     }
@@ -299,6 +312,7 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
             "rotational",
             "nr_requests",
             "queue_depth",
+            "cgroup_weights",
         ],
         "header",
     )?;
@@ -339,6 +353,23 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
             return Err("field 'queue_depth' must be positive".into());
         }
         h.queue_depth = n;
+    }
+    if let Some(w) = m.get("cgroup_weights") {
+        let obj = w
+            .as_object()
+            .ok_or_else(|| format!("field 'cgroup_weights' must be an object, got {w}"))?;
+        for (path, v) in obj {
+            let weight = v
+                .as_u64()
+                .filter(|w| (1..=1000).contains(w))
+                .ok_or_else(|| {
+                    format!("cgroup weight of '{path}' must be an integer 1..1000, got {v}")
+                })?;
+            if path.trim_matches('/').is_empty() {
+                return Err("the root cgroup '/' has no weight".into());
+            }
+            h.cgroup_weights.push((path.clone(), weight as u32));
+        }
     }
     Ok(h)
 }
@@ -499,7 +530,7 @@ pub struct Replayer {
     rev: Vec<Option<u64>>,
     /// Free scheduler tags (lowest first when taken).
     free_tags: Vec<u32>,
-    cgroups: HashMap<String, u32>,
+    cgroups: CgroupTable,
     last_t: u64,
     last_jiffies: Option<(u64, u64)>,
     /// When set (`kernel-trace compare`), the times at which the recorded kernel's
@@ -532,8 +563,14 @@ impl Replayer {
         for (k, v) in &h.tunables {
             elevator.set_tunable(k, v).map_err(|e| e.to_string())?;
         }
-        let mut cgroups = HashMap::new();
-        cgroups.insert("/".to_string(), 0);
+        let mut cgroups = CgroupTable::new();
+        for (path, w) in &h.cgroup_weights {
+            let id = cgroups.intern(path);
+            cgroups
+                .set_weight(id, *w as u64)
+                .map_err(|e| e.to_string())?;
+        }
+        elevator.set_cgroups(&cgroups);
         Ok(Replayer {
             elevator,
             hz: params.hz,
@@ -714,8 +751,11 @@ impl Replayer {
                 ins.id, self.nr_requests
             ));
         };
-        let n = self.cgroups.len() as u32;
-        let cg = *self.cgroups.entry(ins.cgroup.clone()).or_insert(n);
+        let known = self.cgroups.len();
+        let cg = self.cgroups.intern(&ins.cgroup);
+        if self.cgroups.len() != known {
+            self.elevator.set_cgroups(&self.cgroups);
+        }
         let op = match ins.dir {
             Dir::Read => Op::Read,
             Dir::Write => Op::Write,
@@ -731,7 +771,7 @@ impl Replayer {
             },
             pid: ins.pid,
             cpu: ins.cpu,
-            cgroup: CgroupId(cg),
+            cgroup: cg,
             owner: ins.id,
         };
         let bio_id = self.bios.alloc(bio);

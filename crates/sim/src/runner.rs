@@ -165,7 +165,10 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     let mut jobs = Vec::new();
     let mut barrier = 0u32;
     let mut groupid = 0u32;
-    let mut cgroups: Vec<String> = vec!["/".into()];
+    let mut cgroups = blk::CgroupTable::new();
+    // Weights set by `cgroup_weight=`, with the job that set them.
+    let mut weight_set: std::collections::HashMap<CgroupId, (u32, String)> =
+        std::collections::HashMap::new();
     let mut cpu_rr = 0u32;
     let mut expected_ns = Some(0u64);
     let mut expected_bytes = Some(0u64);
@@ -237,15 +240,32 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         }
         let cgroup = match &spec.cgroup {
             None => CgroupId(0),
-            Some(c) => {
-                let path = format!("/{}", c.trim_start_matches('/'));
-                let idx = cgroups.iter().position(|x| *x == path).unwrap_or_else(|| {
-                    cgroups.push(path);
-                    cgroups.len() - 1
-                });
-                CgroupId(idx as u32)
-            }
+            Some(c) => cgroups.intern(c),
         };
+        if let Some(w) = spec.cgroup_weight {
+            // fio writes the weight into the job's cgroup; with BFQ that is the
+            // group weight (io.bfq.weight).
+            if cgroup == CgroupId(0) {
+                return Err(job_err(
+                    spec,
+                    "cgroup_weight= needs cgroup= (the root cgroup has no weight)",
+                ));
+            }
+            if let Some((prev, by)) = weight_set.get(&cgroup) {
+                if *prev != w {
+                    return Err(job_err(
+                        spec,
+                        format!(
+                            "cgroup_weight={w} differs from job '{by}''s cgroup_weight={prev} for the same cgroup"
+                        ),
+                    ));
+                }
+            }
+            weight_set.insert(cgroup, (w, spec.name.clone()));
+            cgroups
+                .set_weight(cgroup, w as u64)
+                .map_err(|e| job_err(spec, e.to_string()))?;
+        }
         let ioprio = IoPrio {
             class: match (spec.prioclass, spec.prio) {
                 (Some(c), _) => IoClass::from_number(c).unwrap_or_default(),
@@ -340,6 +360,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         });
     }
     let expected_ns = expected_ns.map(|t| t + group_ns);
+    sim.cgroups = cgroups;
     Ok(Plan {
         scheduler,
         clones,

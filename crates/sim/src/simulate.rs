@@ -69,6 +69,8 @@ pub struct SimConfig {
     pub flush_insert: FlushInsert,
     /// Cap on requests pulled from the elevator per dispatch round.
     pub nr_sched_batch: Option<u32>,
+    /// The cgroups the jobs' `CgroupId`s index (paths, nesting, weights).
+    pub cgroups: blk::CgroupTable,
 }
 
 impl Default for SimConfig {
@@ -83,6 +85,7 @@ impl Default for SimConfig {
             max_sectors_kb: None,
             flush_insert: FlushInsert::Head,
             nr_sched_batch: None,
+            cgroups: blk::CgroupTable::new(),
         }
     }
 }
@@ -171,6 +174,7 @@ impl Simulation {
             nr_hw_queues: info.nr_hw_queues,
         };
         let mut queue = Queue::new(qcfg, |p: &QueueParams| make(p));
+        queue.elevator_mut().set_cgroups(&cfg.cgroups);
         for (k, v) in &cfg.tunables {
             queue.elevator_mut().set_tunable(k, v)?;
         }

@@ -1508,10 +1508,7 @@ impl Elevator for Bfq {
             ("budgets_assigned".into(), self.budgets_assigned.to_string()),
             ("bfq_max_budget".into(), self.bfq_max_budget.to_string()),
             ("hw_tag".into(), self.hw_tag.to_string()),
-            (
-                "num_groups_with_pending_reqs".into(),
-                self.groups_with_pending_reqs().to_string(),
-            ),
+
             (
                 "in_service_queue".into(),
                 format!("{:?}", self.in_service_queue),
