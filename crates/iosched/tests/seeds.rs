@@ -150,6 +150,7 @@ fn seed2_flush_at_head_merges_more_flushes() {
         runtime: None,
         time_based: false,
         ramp_time: 0,
+        start_delay: 0,
         depth: 1,
         async_engine: false,
         cpu: i % 8,

@@ -277,7 +277,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             level: spec.prio.unwrap_or(4),
         };
         let time_based = spec.time_based && spec.runtime_ns.is_some();
-        let job_ns = spec.ramp_time_ns + spec.runtime_ns.unwrap_or(0);
+        let job_ns = spec.start_delay_ns + spec.ramp_time_ns + spec.runtime_ns.unwrap_or(0);
         group_ns = group_ns.max(job_ns);
         if !time_based {
             expected_ns = None;
@@ -313,6 +313,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 runtime: spec.runtime_ns,
                 time_based,
                 ramp_time: spec.ramp_time_ns,
+                start_delay: spec.start_delay_ns,
                 depth: spec.ioengine.max_in_flight(spec.iodepth),
                 async_engine: spec.ioengine.is_async(),
                 cpu,

@@ -36,6 +36,8 @@ impl IoObserver for NoObserver {}
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     GroupStart(u32),
+    /// A job of a started group whose `startdelay` has passed.
+    JobStart(usize),
     RampEnd(usize),
     Stop(usize),
     QueueRun,
@@ -229,6 +231,7 @@ impl Simulation {
             }
             match ev {
                 Ev::GroupStart(g) => self.start_group(g, now, obs),
+                Ev::JobStart(j) => self.start_job(j, now, obs),
                 Ev::RampEnd(j) => obs.ramp_done(j, now),
                 Ev::Stop(j) => {
                     self.jobs[j].stopping = true;
@@ -321,22 +324,30 @@ impl Simulation {
             if self.jobs[j].cfg.group != g {
                 continue;
             }
-            let job = &mut self.jobs[j];
-            job.started = true;
-            job.start = now;
-            job.end = now;
-            let ramp = job.cfg.ramp_time;
-            let runtime = job.cfg.runtime;
-            obs.job_started(j, now);
-            if ramp > 0 {
-                self.events.push(now.add(ramp), Ev::RampEnd(j));
+            match self.jobs[j].cfg.start_delay {
+                0 => self.start_job(j, now, obs),
+                d => self.events.push(now.add(d), Ev::JobStart(j)),
             }
-            if let Some(rt) = runtime {
-                self.events.push(now.add(ramp + rt), Ev::Stop(j));
-            }
-            self.fill(j, now, obs);
-            self.maybe_finish(j, now, obs);
         }
+    }
+
+    /// Start job `j`: its ramp and runtime count from now.
+    fn start_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        let job = &mut self.jobs[j];
+        job.started = true;
+        job.start = now;
+        job.end = now;
+        let ramp = job.cfg.ramp_time;
+        let runtime = job.cfg.runtime;
+        obs.job_started(j, now);
+        if ramp > 0 {
+            self.events.push(now.add(ramp), Ev::RampEnd(j));
+        }
+        if let Some(rt) = runtime {
+            self.events.push(now.add(ramp + rt), Ev::Stop(j));
+        }
+        self.fill(j, now, obs);
+        self.maybe_finish(j, now, obs);
     }
 
     /// Submit until the job's depth is reached, it stops, or it blocks in an fsync.

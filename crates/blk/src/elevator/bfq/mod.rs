@@ -214,6 +214,9 @@ pub struct Bfq {
     /// Diagnostics: requests dispatched by injection (from a queue other than the
     /// one in service).
     pub injected: u64,
+    /// The iosched-only switch `injection` (not a kernel attribute): 0 makes the
+    /// plugged branch of `bfq_select_queue` never inject.
+    injection: bool,
 }
 
 impl Bfq {
@@ -278,6 +281,7 @@ impl Bfq {
             expirations: Vec::new(),
             record_expirations: true,
             injected: 0,
+            injection: true,
         }
     }
 
@@ -1425,6 +1429,7 @@ impl Elevator for Bfq {
             "strict_guarantees" => u8::from(self.strict_guarantees).to_string(),
             "timeout_sync" => self.jiffies_to_msecs(self.timeout).to_string(),
             "variant" => self.variant.name().to_string(),
+            "injection" => u8::from(self.injection).to_string(),
             _ => return Err(unknown_tunable("bfq", name, &self.tunables())),
         })
     }
@@ -1446,6 +1451,19 @@ impl Elevator for Bfq {
                 None => Err(invalid(
                     "BFQ variants: mainline, legacy, seed-v1-p1, seed-v1",
                 )),
+            };
+        }
+        if name == "injection" {
+            return match value.strip_suffix('\n').unwrap_or(value) {
+                "0" => {
+                    self.injection = false;
+                    Ok(())
+                }
+                "1" => {
+                    self.injection = true;
+                    Ok(())
+                }
+                _ => Err(invalid("expected 0 or 1")),
             };
         }
         if !self.tunables().iter().any(|t| t.name == name) {
@@ -1508,7 +1526,6 @@ impl Elevator for Bfq {
             ("budgets_assigned".into(), self.budgets_assigned.to_string()),
             ("bfq_max_budget".into(), self.bfq_max_budget.to_string()),
             ("hw_tag".into(), self.hw_tag.to_string()),
-
             (
                 "in_service_queue".into(),
                 format!("{:?}", self.in_service_queue),
