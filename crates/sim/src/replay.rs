@@ -989,6 +989,38 @@ mod tests {
     }
 
     #[test]
+    fn cgroup_weights_reach_bfq() {
+        let mut h = Header::new("bfq");
+        // No weight raising: queues keep their first budget (10922 sectors).
+        h.tunables.push(("low_latency".into(), "0".into()));
+        h.cgroup_weights.push(("/b".into(), 300));
+        let line = h.to_json();
+        assert!(line.contains(r#""cgroup_weights":{"/b":300}"#), "{line}");
+        assert_eq!(parse_line(&line, true).unwrap(), Line::Header(h));
+        // pid 1 in /a (weight 100) inserts first, pid 2 in /b (300) second: with
+        // equal start times the heavier group has the smaller finish time and is
+        // served first, in slots of 10 requests (the first budget, 10922 sectors).
+        let mut trace = format!("{line}\n");
+        for i in 0..12u64 {
+            for (pid, cg) in [(1, "/a"), (2, "/b")] {
+                let id = pid * 100 + i;
+                trace.push_str(&format!(
+                    r#"{{"t":0,"op":"insert","id":{id},"sector":{},"sectors":1024,"dir":"read","class":"be","pid":{pid},"cgroup":"{cg}"}}"#,
+                    id * 4096
+                ));
+                trace.push('\n');
+            }
+        }
+        for k in 0..20u64 {
+            trace.push_str(&format!("{{\"t\":{},\"op\":\"dispatch\"}}\n", k * 1000));
+        }
+        let out = replay_str(&trace, "t").unwrap();
+        let pids: Vec<u64> = out.iter().map(|d| d.id.unwrap() / 100).collect();
+        assert_eq!(pids, [[2; 10], [1; 10]].concat());
+        assert!(replay_str(&trace.replacen(r#""/b":300"#, r#""/b":0"#, 1), "t").is_err());
+    }
+
+    #[test]
     fn op_roundtrip() {
         let op = TraceOp {
             t: 5,
