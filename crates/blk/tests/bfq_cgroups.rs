@@ -7,6 +7,7 @@ mod bfq_support;
 use bfq_support::{Harness, Io};
 use blk::cgroup::CgroupTable;
 use blk::elevator::bfq::wf2q::ROOT_GROUP;
+use blk::elevator::bfq::Expiration;
 use blk::elevator::Elevator;
 use blk::types::{CgroupId, Ns};
 
@@ -330,5 +331,57 @@ fn legacy_plugs_one_group_mainline_does_not() {
         h.submit_in(Io::read(2, 50_000_000, 8), ids[0]);
         let next = h.dispatch();
         assert_eq!(next.is_some(), b_first, "{variant}: {next:?}");
+    }
+}
+
+/// `bfq_bfqq_higher_class_or_weight` compares the parent groups' weights when
+/// the queues are in different groups. R (level 0, weight 80) in the root group
+/// idles after its request; Q (level 4, weight 40) arrives. In the root group Q
+/// does not outweigh R and R keeps the device (its weight differs from Q's, so
+/// idling is needed); in a cgroup, Q's side weighs its group's 100 > 80 and
+/// preempts R.
+#[test]
+fn a_queue_in_a_group_preempts_by_its_group_weight() {
+    for (in_group, preempts) in [(false, false), (true, true)] {
+        let (mut h, ids) = with_cgroups(&[("/a", 100)]);
+        h.b.set_tunable("injection", "0").unwrap();
+        let r = h.submit(Io::read(1, 0, 8).level(0));
+        assert_eq!(h.dispatch(), Some(r));
+        h.advance(Ns::from_us(100));
+        h.complete(r);
+        assert!(h.b.idling(), "R waits for its next request");
+        let cg = if in_group { ids[0] } else { CgroupId(0) };
+        let q = h.submit_in(Io::read(2, 80_000_000, 8), cg);
+        let last = h.b.expirations.last().map(|e| e.reason);
+        assert_eq!(
+            last == Some(Expiration::Preempted),
+            preempts,
+            "in_group {in_group}: {last:?}"
+        );
+        assert_eq!(h.dispatch() == Some(q), preempts, "in_group {in_group}");
+    }
+}
+
+/// Bursts of queue creations are detected per parent group
+/// (`burst_parent_entity`): eight new queues within 180 ms in one group form a
+/// large burst; alternating between two groups restarts the burst every time.
+#[test]
+fn large_bursts_are_per_group() {
+    for (alternate, large) in [(false, true), (true, false)] {
+        let (mut h, ids) = with_cgroups(&[("/a", 100), ("/b", 100)]);
+        for pid in 1..=9u32 {
+            let cg = if alternate && pid % 2 == 0 {
+                ids[1]
+            } else {
+                ids[0]
+            };
+            h.submit_in(Io::read(pid, pid as u64 * 1_000_000, 8), cg);
+            h.advance(h.now.add(Ns::from_ms(1).0));
+        }
+        let q9 = h.b.sync_queue_of(9).unwrap();
+        assert_eq!(
+            h.b.queues[q9].in_large_burst, large,
+            "alternate {alternate}"
+        );
     }
 }
