@@ -267,7 +267,7 @@ pub static SCHEDULERS: &[SchedulerEntry] = &[
     },
     SchedulerEntry {
         name: "bfq",
-        about: "budget fair queueing: per-process queues, B-WF2Q+ weights, budgets, idling, weight raising (v6.13; no cgroups yet)",
+        about: "budget fair queueing: per-process queues, cgroup groups, hierarchical B-WF2Q+ weights, budgets, idling, weight raising (v6.13)",
         make: |p| Box::new(bfq::Bfq::new(p)),
     },
     SchedulerEntry {

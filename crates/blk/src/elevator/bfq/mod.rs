@@ -1,10 +1,14 @@
-//! BFQ, Budget Fair Queueing (`block/bfq-iosched.c`, `block/bfq-wf2q.c`), following
-//! **mainline v6.13**, without cgroups so far (every queue is in the root group).
+//! BFQ, Budget Fair Queueing (`block/bfq-iosched.c`, `block/bfq-wf2q.c`,
+//! `block/bfq-cgroup.c`), following **mainline v6.13**, with group scheduling.
 //!
 //! Every process (`Request::pid`) gets its own **sync** `bfq_queue`; async
-//! (buffered-write) requests go to a queue shared by all processes with the same
-//! class and level. Queues are scheduled by **B-WF2Q+** ([`wf2q`]) according to
-//! their weights (`(8 - ioprio level) × 10`: level 4 → 40, level 0 → 80). The queue in
+//! (buffered-write) requests go to a queue shared by all processes of the same
+//! group with the same class and level. Each cgroup that issues I/O
+//! (`Request::cgroup`) has a `bfq_group` ([`cgroup`]) whose weight is the cgroup's
+//! `io.bfq.weight` (default 100) from the table the driver passes with
+//! [`Elevator::set_cgroups`]. Queues and groups are scheduled by hierarchical
+//! **B-WF2Q+** ([`wf2q`]): groups by their weights at each level, queues within
+//! their group by theirs (`(8 - ioprio level) × 10`: level 4 → 40, level 0 → 80). The queue in
 //! service is served until its **budget** (sectors) is exhausted, its **budget
 //! timeout** (`timeout_sync`, jiffies) expires, or it runs out of requests; an empty
 //! sync queue may keep the device **idle** (`slice_idle`) waiting for its process's
@@ -25,9 +29,10 @@
 //! | `strict_guarantees` | bool | 0 | >1 → 1; enabling raises `slice_idle` to ≥ 8 ms |
 //! | `timeout_sync` | ms | 125 (HZ 1000) | ≥ 1, stored in jiffies (`msecs_to_jiffies`) |
 //!
-//! Values are parsed as `kstrtoul(.., 10, ..)` (decimal, unsigned). The pseudo
-//! attribute `variant` reads `mainline`; the seed-4 variants (`legacy`, `seed-v1`)
-//! only differ once cgroups are modelled and are not offered yet.
+//! Values are parsed as `kstrtoul(.., 10, ..)` (decimal, unsigned). Two
+//! pseudo-attributes are not kernel files: `variant` picks the seed-4 rule for
+//! `num_groups_with_pending_reqs` (`mainline`, `legacy`, `seed-v1-p1`, `seed-v1`;
+//! see [`cgroup`]), and `injection` (1, or 0 to never inject while plugged).
 //!
 //! # Mapping to the kernel
 //!
@@ -43,13 +48,13 @@
 //! | injection: `bfq_check_waker`, `bfq_choose_bfqq_for_injection`, `bfq_reset_inject_limit`, `bfq_update_inject_limit` | [`inject`] |
 //! | `bfq_bio_merge`, `bfq_allow_bio_merge`, `bfq_request_merge(d)`, `bfq_requests_merged` | [`merge`] |
 //! | weight raising, `bfq_handle_burst` | [`wr`] |
-//! | B-WF2Q+ | [`wf2q`] |
+//! | B-WF2Q+, the group hierarchy (`bfq_activate_requeue_entity`, `bfq_deactivate_entity`, `bfq_update_parent_budget`, `bfq_get_next_queue`, ...) | [`wf2q`] |
+//! | `bfq_bio_bfqg`, `bfq_add/del_bfqq_in_groups_with_pending_reqs`, `bfq_bfqq_higher_class_or_weight`, the seed's `bfq_update_dispatch_size_info` | [`cgroup`] |
 //!
 //! # Not modelled yet (extension points)
 //!
-//! - cgroups (`bfq_group`, group entities, `num_groups_with_pending_reqs` > 1): only
-//!   the root group exists; the per-queue `in_groups_with_pending_reqs` counting is in
-//!   place so the seed-4 variants can hook into [`Bfq::asymmetric_scenario`];
+//! - cgroup migration of a queue (`bfq_bfqq_move`: a process seen in another cgroup
+//!   gets new queues instead), per-device weight overrides, group statistics;
 //! - queue merging (EQM `bfq_setup_cooperator`, stable merge, splitting);
 //! - peak-rate estimation: `bfq_max_budget` stays at its initial 16384 sectors unless
 //!   `max_budget`/`timeout_sync` is written (then the formula of the initial estimate
