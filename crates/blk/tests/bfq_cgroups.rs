@@ -385,3 +385,118 @@ fn large_bursts_are_per_group() {
         );
     }
 }
+
+mod random {
+    //! Random workloads over a small hierarchy, for every variant: counters stay
+    //! consistent at every step, every request is dispatched once, everything drains
+    //! and the group counters return to zero.
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Insert {
+            pid: u32,
+            sync: bool,
+            sector: u64,
+            sectors: u32,
+            level: u8,
+        },
+        Dispatch,
+        Complete(usize),
+        Advance(u64),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => (1u32..9, any::<bool>(), 0u64..10_000, 1u32..129, 0u8..8).prop_map(
+                |(pid, sync, sector, sectors, level)| Step::Insert {
+                    pid,
+                    sync,
+                    sector: sector * 1024,
+                    sectors,
+                    level: if level < 4 { 4 } else { level },
+                }
+            ),
+            4 => Just(Step::Dispatch),
+            3 => (0usize..64).prop_map(Step::Complete),
+            2 => (0u64..30_000).prop_map(Step::Advance),
+        ]
+    }
+
+    fn run(variant: &str, wr: bool, steps: &[Step]) -> Result<(), TestCaseError> {
+        let mut t = CgroupTable::new();
+        let paths = ["/", "/a", "/a/b", "/a/c", "/d"];
+        let ids: Vec<CgroupId> = paths.iter().map(|p| t.intern(p)).collect();
+        t.set_weight(ids[1], 300).unwrap();
+        t.set_weight(ids[2], 50).unwrap();
+        let mut h = if wr {
+            Harness::with_wr(blk::elevator::QueueParams::default())
+        } else {
+            Harness::new()
+        };
+        h.b.set_cgroups(&t);
+        h.b.set_tunable("variant", variant).unwrap();
+        let mut live = Vec::new();
+        let mut in_flight: Vec<blk::request::RqId> = Vec::new();
+        let mut dispatched = std::collections::HashSet::new();
+        for s in steps {
+            match *s {
+                Step::Insert {
+                    pid,
+                    sync,
+                    sector,
+                    sectors,
+                    level,
+                } => {
+                    let io = if sync {
+                        Io::read(pid, sector, sectors)
+                    } else {
+                        Io::async_write(pid, sector, sectors)
+                    };
+                    let rq = h.submit_in(io.level(level), ids[pid as usize % ids.len()]);
+                    if !h.freed_log.contains(&rq) {
+                        live.push(rq);
+                    }
+                }
+                Step::Dispatch => {
+                    if let Some(rq) = h.dispatch() {
+                        prop_assert!(dispatched.insert(rq), "dispatched twice");
+                        in_flight.push(rq);
+                    }
+                }
+                Step::Complete(i) => {
+                    if !in_flight.is_empty() {
+                        let rq = in_flight.remove(i % in_flight.len());
+                        h.complete(rq);
+                        live.retain(|&x| x != rq);
+                        dispatched.remove(&rq);
+                    }
+                }
+                Step::Advance(us) => {
+                    let t = h.now.add(Ns::from_us(us).0);
+                    h.advance(t);
+                }
+            }
+            h.b.check_invariants().map_err(TestCaseError::fail)?;
+            prop_assert_eq!(h.b.wf.ineligible_selections, 0);
+        }
+        for rq in in_flight.drain(..) {
+            h.complete(rq);
+        }
+        drain(&mut h);
+        prop_assert_eq!(h.b.num_groups_with_pending_reqs, 0);
+        prop_assert_eq!(h.b.wf.legacy_groups_with_pending_reqs, 0);
+        prop_assert!(!h.has_work());
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn hierarchy_invariants(steps in proptest::collection::vec(step(), 1..300), v in 0usize..4, wr in any::<bool>()) {
+            let variant = ["mainline", "legacy", "seed-v1-p1", "seed-v1"][v];
+            run(variant, wr, &steps)?;
+        }
+    }
+}
