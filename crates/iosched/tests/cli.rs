@@ -456,7 +456,10 @@ fn startdelay_offsets_a_job() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let ns = v["iosched"]["simulated_ns"].as_u64().unwrap();
-    assert!((150_000_000..160_000_000).contains(&ns), "simulated {ns} ns");
+    assert!(
+        (150_000_000..160_000_000).contains(&ns),
+        "simulated {ns} ns"
+    );
 }
 
 /// fio's `cgroup_weight=` is the BFQ group weight: two backlogged jobs in
