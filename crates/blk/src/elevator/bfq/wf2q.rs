@@ -300,11 +300,6 @@ impl Wf2q {
         self.ents[q].sched_data
     }
 
-    /// Groups from `g` up to (excluding) the root: `g`, its parent, ...
-    pub fn ancestors(&self, g: GroupId) -> impl Iterator<Item = GroupId> + '_ {
-        std::iter::successors(Some(g), |&x| self.groups[x].parent).filter(|&x| x != ROOT_GROUP)
-    }
-
     fn e(&self, id: EntityId) -> &Entity {
         match id {
             EntityId::Queue(q) => &self.ents[q],
