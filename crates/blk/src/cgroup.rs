@@ -96,7 +96,8 @@ impl CgroupTable {
             .map(|i| CgroupId(i as u32))
     }
 
-    /// Set a cgroup's weight (writing `io.bfq.weight`).
+    /// Set a cgroup's weight (writing `io.bfq.weight`). `id` must come from this
+    /// table (it indexes it).
     pub fn set_weight(&mut self, id: CgroupId, weight: u64) -> Result<(), WeightOutOfRange> {
         let e = &mut self.entries[id.0 as usize];
         if !(CGROUP_MIN_WEIGHT as u64..=CGROUP_MAX_WEIGHT as u64).contains(&weight) {

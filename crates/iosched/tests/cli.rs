@@ -255,7 +255,7 @@ fn impossible_values() {
         (
             "weights.fio",
             "[global]\ndirect=1\nrw=read\ncgroup=x\n[a]\ncgroup_weight=200\n[b]\ncgroup_weight=300\n",
-            "differs from job 'a'",
+            "set by job 'a'",
         ),
         (
             "delayrange.fio",

@@ -256,7 +256,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                     return Err(job_err(
                         spec,
                         format!(
-                            "cgroup_weight={w} differs from job '{by}''s cgroup_weight={prev} for the same cgroup"
+                            "cgroup_weight={w} differs from cgroup_weight={prev} set by job '{by}' for the same cgroup"
                         ),
                     ));
                 }
