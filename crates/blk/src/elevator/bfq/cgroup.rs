@@ -27,7 +27,7 @@ use super::queue::QueueId;
 use super::wf2q::{GroupId, ROOT_GROUP};
 use super::Bfq;
 use crate::cgroup::CgroupTable;
-use crate::elevator::VariantInfo;
+use crate::elevator::{ElvCtx, VariantInfo};
 use crate::types::CgroupId;
 
 /// Which `num_groups_with_pending_reqs` rule `bfq_asymmetric_scenario` applies.
@@ -170,6 +170,56 @@ impl Bfq {
         g
     }
 
+    /// `bfq_bic_update_cgroup` / `__bfq_bic_change_cgroup`: process `pid` issues
+    /// I/O in cgroup `cg` (group `g`). If that is a new cgroup for it, its async
+    /// queue is dropped if it belongs to another group (a new one is found or made
+    /// in `g`), and its sync queue, which only this process uses (queues are not
+    /// merged here), moves to `g`.
+    pub(super) fn bic_update_cgroup(&mut self, ctx: &ElvCtx, pid: u32, cg: CgroupId, g: GroupId) {
+        let bic = self.bics.entry(pid).or_default();
+        if bic.cgroup == cg {
+            return;
+        }
+        bic.cgroup = cg;
+        let (async_q, sync_q) = (bic.async_q, bic.sync_q);
+        if async_q.is_some_and(|a| self.wf.group_of(a) != g) {
+            self.bics.get_mut(&pid).expect("just made").async_q = None;
+        }
+        if let Some(s) = sync_q {
+            self.bfqq_move(ctx, s, g);
+        }
+    }
+
+    /// `bfq_bfqq_move`: move queue `q` to group `g`. It leaves its old group's
+    /// pending-request count, is expired (`PREEMPTED`) if in service, deactivated
+    /// (or dropped from its idle tree), then joins `g` and is activated there if it
+    /// has requests. The ≤ 6.1 group flags are left alone, as the kernels that used
+    /// them did here.
+    pub(super) fn bfqq_move(&mut self, ctx: &ElvCtx, q: QueueId, g: GroupId) {
+        if self.wf.group_of(q) == g {
+            return;
+        }
+        let has_pending_reqs = self.queues[q].in_groups_with_pending_reqs;
+        if has_pending_reqs {
+            self.del_queue_from_group_count(q);
+        }
+        if self.in_service_queue == Some(q) {
+            self.bfqq_expire(ctx, q, false, super::Expiration::Preempted);
+        }
+        if self.queues[q].busy {
+            self.wf.deactivate_entity(q, false, false, self.jiffies);
+        } else {
+            self.wf.put_idle_queue(q);
+        }
+        self.wf.ents[q].sched_data = g;
+        if has_pending_reqs {
+            self.add_in_groups_with_pending_reqs(q);
+        }
+        if self.queues[q].busy {
+            self.activate_bfqq(q);
+        }
+    }
+
     /// The cgroup of the group queue `q` belongs to.
     pub fn cgroup_of_queue(&self, q: QueueId) -> CgroupId {
         self.bfqg[self.wf.group_of(q)].cgroup
@@ -201,6 +251,12 @@ impl Bfq {
     /// `bfq_del_bfqq_in_groups_with_pending_reqs`, and the group walk of ≤ 6.1's
     /// `bfq_weights_tree_remove`.
     pub(super) fn del_in_groups_with_pending_reqs(&mut self, q: QueueId) {
+        self.del_queue_from_group_count(q);
+        self.wf.legacy_weights_tree_remove(q);
+    }
+
+    /// The ≥ 6.2 half of [`Bfq::del_in_groups_with_pending_reqs`].
+    fn del_queue_from_group_count(&mut self, q: QueueId) {
         if self.queues[q].in_groups_with_pending_reqs {
             self.queues[q].in_groups_with_pending_reqs = false;
             let g = self.wf.group_of(q);
@@ -210,7 +266,6 @@ impl Bfq {
                 self.num_groups_with_pending_reqs -= 1;
             }
         }
-        self.wf.legacy_weights_tree_remove(q);
     }
 
     /// `num_groups_with_pending_reqs` as the current variant counts it.

@@ -53,8 +53,7 @@
 //!
 //! # Not modelled yet (extension points)
 //!
-//! - cgroup migration of a queue (`bfq_bfqq_move`: a process seen in another cgroup
-//!   gets new queues instead), per-device weight overrides, group statistics;
+//! - per-device group weight overrides, group statistics, offlining groups;
 //! - queue merging (EQM `bfq_setup_cooperator`, stable merge, splitting);
 //! - peak-rate estimation: `bfq_max_budget` stays at its initial 16384 sectors unless
 //!   `max_budget`/`timeout_sync` is written (then the formula of the initial estimate
@@ -387,23 +386,19 @@ impl Bfq {
 
     /// `bfq_get_queue` / `bfq_init_rq`: find or create the queue of a request from
     /// `pid` in cgroup `cg` with priority `prio`. A process seen in another cgroup
-    /// than before drops its queues and gets new ones in the new group (the kernel
-    /// moves a sole-owner sync queue with `bfq_bfqq_move`; not modelled).
+    /// than before has its sync queue moved there and its async queue dropped
+    /// (`bfq_bic_update_cgroup`).
     pub fn get_queue(
         &mut self,
+        ctx: &ElvCtx,
         pid: u32,
         cg: CgroupId,
         prio: crate::types::IoPrio,
         is_sync: bool,
     ) -> QueueId {
         let g = self.group_for(cg);
+        self.bic_update_cgroup(ctx, pid, cg, g);
         let bic = self.bics.entry(pid).or_default();
-        // bfq_bic_update_cgroup
-        if bic.cgroup != cg {
-            bic.cgroup = cg;
-            bic.sync_q = None;
-            bic.async_q = None;
-        }
         // bfq_check_ioprio_change
         let changed = bic.ioprio != Some(prio);
         bic.ioprio = Some(prio);
@@ -468,7 +463,7 @@ impl Bfq {
     pub fn insert_one(&mut self, ctx: &mut ElvCtx, rq: RqId, at_head: bool) {
         let r = ctx.rqs.get(rq);
         let (pid, cg, prio, sync) = (r.pid, r.cgroup, r.ioprio, r.is_sync());
-        let q = self.get_queue(pid, cg, prio, sync);
+        let q = self.get_queue(ctx, pid, cg, prio, sync);
         self.bics
             .get_mut(&pid)
             .expect("bic created by get_queue")

@@ -886,6 +886,14 @@ impl Wf2q {
         }
     }
 
+    /// `bfq_put_idle_entity` for queue `q` if it sits on its idle tree (a queue
+    /// leaving its group while not busy).
+    pub fn put_idle_queue(&mut self, q: QueueEntity) {
+        if self.ents[q].tree == Some(TreeKind::Idle) {
+            self.put_idle_entity(EntityId::Queue(q));
+        }
+    }
+
     /// `bfq_no_longer_next_in_service`: a queue always; a group only if it has a
     /// single active child.
     fn no_longer_next_in_service(&self, id: EntityId) -> bool {
