@@ -49,7 +49,7 @@
 //! | `bfq_bio_merge`, `bfq_allow_bio_merge`, `bfq_request_merge(d)`, `bfq_requests_merged` | [`merge`] |
 //! | weight raising, `bfq_handle_burst` | [`wr`] |
 //! | B-WF2Q+, the group hierarchy (`bfq_activate_requeue_entity`, `bfq_deactivate_entity`, `bfq_update_parent_budget`, `bfq_get_next_queue`, ...) | [`wf2q`] |
-//! | `bfq_bio_bfqg`, `bfq_add/del_bfqq_in_groups_with_pending_reqs`, `bfq_bfqq_higher_class_or_weight`, the seed's `bfq_update_dispatch_size_info` | [`cgroup`] |
+//! | `bfq_bio_bfqg`, `bfq_bic_update_cgroup`, `bfq_bfqq_move`, `bfq_add/del_bfqq_in_groups_with_pending_reqs`, `bfq_bfqq_higher_class_or_weight`, the seed's `bfq_update_dispatch_size_info` | [`cgroup`] |
 //!
 //! # Not modelled yet (extension points)
 //!
