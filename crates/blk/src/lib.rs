@@ -15,11 +15,13 @@
 //! ```
 
 pub mod bench;
+pub mod cgroup;
 pub mod elevator;
 pub mod merge;
 pub mod mq;
 pub mod request;
 pub mod types;
 
+pub use cgroup::{CgroupInfo, CgroupTable};
 pub use request::{Bio, BioId, Request, RqArena, RqId};
 pub use types::{CgroupId, Dir, IoClass, IoPrio, Jiffies, Ns, Op, ReqFlags, Sector};

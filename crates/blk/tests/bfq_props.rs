@@ -89,7 +89,7 @@ impl Run {
         self.h.b.check_invariants().map_err(TestCaseError::fail)?;
         let wf = &self.h.b.wf;
         for c in 0..3 {
-            let v = wf.st[c].vtime;
+            let v = wf.root().st[c].vtime;
             if v < self.vtime[c] {
                 prop_assert!(
                     wf.vtime_lowered > self.lowered,

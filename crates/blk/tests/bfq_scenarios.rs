@@ -104,7 +104,9 @@ fn tunable_stores_clamp_like_the_kernel() {
     assert!(b.set_tunable("slice_idle", "-1").is_err());
     assert!(b.set_tunable("slice_idle", "0x10").is_err());
     assert!(b.set_tunable("timeout_async", "1").is_err());
-    assert!(b.set_tunable("variant", "legacy").is_err());
+    assert!(b.set_tunable("variant", "seed-v2").is_err());
+    b.set_tunable("variant", "legacy").unwrap();
+    assert_eq!(b.get_tunable("variant").unwrap(), "legacy");
 }
 
 #[test]
@@ -401,7 +403,7 @@ fn hole_recovery_backshifts_and_preempts() {
     assert_eq!(h.pid_of(b2), 2);
     // vtime = delta(8,80) + delta(8,80) + delta(8,40) (A forgotten after b1).
     let vtime = 2 * bfq_delta(8, 80) + bfq_delta(8, 40);
-    assert_eq!(h.b.wf.st[CLASS_BE].vtime, vtime);
+    assert_eq!(h.b.wf.root().st[CLASS_BE].vtime, vtime);
     // A's request completes and its process reissues at once: it arrived in time,
     // keeps the rest of its budget (capped by max_budget) and its old finish time
     // (back-shifted start), and preempts B.

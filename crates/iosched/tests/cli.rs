@@ -247,6 +247,21 @@ fn impossible_values() {
             "[j]\ndirect=1\nrw=read\nsize=100t\n",
             "capacity",
         ),
+        (
+            "weightnocg.fio",
+            "[j]\ndirect=1\nrw=read\ncgroup_weight=200\n",
+            "cgroup_weight= needs cgroup=",
+        ),
+        (
+            "weights.fio",
+            "[global]\ndirect=1\nrw=read\ncgroup=x\n[a]\ncgroup_weight=200\n[b]\ncgroup_weight=300\n",
+            "set by job 'a'",
+        ),
+        (
+            "delayrange.fio",
+            "[j]\ndirect=1\nrw=read\nstartdelay=1s-2s\n",
+            "startdelay",
+        ),
     ] {
         let f = job_file(name, text);
         let o = iosched(&["run", &f]);
@@ -464,4 +479,48 @@ fn closed_stdout_ends_quietly() {
     let err = String::from_utf8_lossy(&out.stderr);
     // Nothing at all: no panic, and no "Broken pipe" error either.
     assert!(err.trim().is_empty(), "{err}");
+}
+
+/// `startdelay` starts a job late; its runtime counts from its own start.
+#[test]
+fn startdelay_offsets_a_job() {
+    let f = job_file(
+        "delay.fio",
+        "[global]\ndirect=1\nrw=randread\nbs=4k\nsize=64m\ntime_based\nruntime=50ms\n[a]\n[b]\nstartdelay=100ms\n",
+    );
+    let o = iosched(&["run", &f, "--output-format=json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ns = v["iosched"]["simulated_ns"].as_u64().unwrap();
+    assert!(
+        (150_000_000..160_000_000).contains(&ns),
+        "simulated {ns} ns"
+    );
+}
+
+/// fio's `cgroup_weight=` is the BFQ group weight: two backlogged jobs in
+/// cgroups of weights 800 and 100 share the device about 8:1.
+#[test]
+fn cgroup_weight_reaches_bfq_groups() {
+    let f = job_file(
+        "weights-ok.fio",
+        "[global]\ndirect=1\nrw=randread\nbs=4k\nsize=256m\nioengine=libaio\niodepth=8\ntime_based\nruntime=2s\n\
+         [hi]\ncgroup=hi\ncgroup_weight=800\n[lo]\ncgroup=lo\ncgroup_weight=100\n",
+    );
+    let o = iosched(&[
+        "run",
+        &f,
+        "--output-format=json",
+        "--device",
+        "ssd-sata",
+        "--sched",
+        "bfq",
+        "--set",
+        "bfq.low_latency=0",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let iops = |i: usize| v["jobs"][i]["read"]["iops"].as_f64().unwrap();
+    let ratio = iops(0) / iops(1);
+    assert!((6.0..10.0).contains(&ratio), "hi/lo {ratio}");
 }

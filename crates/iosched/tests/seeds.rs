@@ -150,6 +150,7 @@ fn seed2_flush_at_head_merges_more_flushes() {
         runtime: None,
         time_based: false,
         ramp_time: 0,
+        start_delay: 0,
         depth: 1,
         async_engine: false,
         cpu: i % 8,
@@ -294,4 +295,87 @@ fn seed3_bench_command_prints_both_variants() {
         let ns: f64 = r.split_whitespace().last().unwrap().parse().unwrap();
         assert!(ns > 0.0, "{r}");
     }
+}
+
+/// Seed 4: four QD1 random readers in one non-root cgroup. Legacy counting (≤ 6.1)
+/// plugs the device for the in-service queue, so the total is one job's; mainline
+/// (one group, equal weights) lets the reads overlap and the total scales. With
+/// BFQ's injection as modelled, legacy gains from injected reads but stays behind.
+#[test]
+fn seed4_one_cgroup_legacy_is_one_job_mainline_scales() {
+    let short = [("runtime=10s", "runtime=2s")];
+    let f = shortened("4-bfq-idle-judgment.fio", &short);
+    let args = |extra: &'static [&'static str]| {
+        let mut a = vec!["--sched", "bfq", "--device", "nvme-600p-128g"];
+        a.extend_from_slice(extra);
+        a
+    };
+    let rows = compare(
+        &f,
+        &args(&[
+            "--vary",
+            "bfq.variant=legacy,mainline",
+            "--vary",
+            "bfq.injection=0,1",
+        ]),
+    );
+    let iops = |name: &str| rows.iter().find(|r| r.0 == name).unwrap().1;
+    let legacy = iops("bfq.variant=legacy bfq.injection=0");
+    let mainline = iops("bfq.variant=mainline bfq.injection=0");
+    let legacy_inj = iops("bfq.variant=legacy bfq.injection=1");
+    let mainline_inj = iops("bfq.variant=mainline bfq.injection=1");
+    // One job alone (jobs 1-3 removed).
+    let mut one: Vec<(&str, &str)> = short.to_vec();
+    one.extend([
+        ("[job1]\ncgroup=test\nstartdelay=1s\nramp_time=6s\n", ""),
+        ("[job2]\ncgroup=test\nstartdelay=2s\nramp_time=5s\n", ""),
+        ("[job3]\ncgroup=test\nstartdelay=3s\nramp_time=4s\n", ""),
+    ]);
+    let single = compare(
+        &shortened("4-bfq-idle-judgment.fio", &one),
+        &args(&["--vary", "bfq.variant=legacy,mainline"]),
+    );
+    assert_eq!(single[0].1, single[1].1, "one job: the variants agree");
+    let single = single[0].1;
+    eprintln!("single {single} legacy {legacy} mainline {mainline} with injection: {legacy_inj} {mainline_inj}");
+    assert!(
+        (legacy - single).abs() < 0.1 * single,
+        "legacy {legacy} vs one job {single}"
+    );
+    assert!(
+        mainline > 2.5 * single,
+        "mainline {mainline} vs one job {single}"
+    );
+    assert!(
+        legacy_inj < 0.8 * mainline_inj,
+        "with injection: legacy {legacy_inj} mainline {mainline_inj}"
+    );
+}
+
+/// Seed 4, jobs in different cgroups: only the seed's size rule (`seed-v1`) stops
+/// the plugging; mainline and patch 1 alone keep legacy's total.
+#[test]
+fn seed4_different_cgroups_only_the_size_rule_scales() {
+    let f = shortened(
+        "4-bfq-idle-judgment-cgroups.fio",
+        &[("runtime=10s", "runtime=2s")],
+    );
+    let rows = compare(
+        &f,
+        &[
+            "--sched",
+            "bfq",
+            "--device",
+            "nvme-600p-128g",
+            "--set",
+            "bfq.injection=0",
+            "--vary",
+            "bfq.variant=legacy,seed-v1-p1,seed-v1,mainline",
+        ],
+    );
+    let (legacy, p1, v1, mainline) = (rows[0].1, rows[1].1, rows[2].1, rows[3].1);
+    eprintln!("legacy {legacy} seed-v1-p1 {p1} seed-v1 {v1} mainline {mainline}");
+    assert!((p1 - legacy).abs() < 0.05 * legacy);
+    assert!((mainline - legacy).abs() < 0.05 * legacy);
+    assert!(v1 > 2.5 * legacy, "seed-v1 {v1} vs legacy {legacy}");
 }

@@ -113,6 +113,7 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             runtime: Some(simulated_ms * 1_000_000),
             time_based: true,
             ramp_time: 0,
+            start_delay: 0,
             depth: w.iodepth,
             async_engine: true,
             cpu: i,

@@ -40,6 +40,8 @@ pub struct JobConfig {
     pub time_based: bool,
     /// Warm-up time whose I/O is not counted, ns.
     pub ramp_time: u64,
+    /// Delay from the group's start to the job's (fio `startdelay`), ns.
+    pub start_delay: u64,
     /// Most I/Os in flight (1 for synchronous engines, `iodepth` for async ones).
     pub depth: u32,
     /// The engine is asynchronous: fio reports submission latency.

@@ -14,10 +14,11 @@
 //! buffers the output, so that a trace that fails half-way produces an error and no
 //! output at all.
 
+use blk::cgroup::CgroupTable;
 use blk::elevator::{self, Elevator, ElvCtx, QueueParams};
 use blk::merge::{MergeLimits, MergeState};
 use blk::request::{Bio, BioArena, Request, RqArena, RqId};
-use blk::types::{CgroupId, Dir, IoClass, IoPrio, Jiffies, Ns, Op, ReqFlags, Sector};
+use blk::types::{Dir, IoClass, IoPrio, Jiffies, Ns, Op, ReqFlags, Sector};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt;
@@ -58,6 +59,9 @@ pub struct Header {
     pub nr_requests: u32,
     /// Driver tags (default 128).
     pub queue_depth: u32,
+    /// `io.bfq.weight` of cgroups, by path (`"cgroup_weights": {"/a": 200}`;
+    /// others have the default 100). Naming a cgroup here creates it.
+    pub cgroup_weights: Vec<(String, u32)>,
 }
 
 impl Header {
@@ -72,6 +76,7 @@ impl Header {
             rotational: p.rotational,
             nr_requests: p.nr_requests,
             queue_depth: p.queue_depth,
+            cgroup_weights: Vec::new(),
         }
     }
 
@@ -115,6 +120,14 @@ impl Header {
         }
         if self.queue_depth != d.queue_depth {
             m.insert("queue_depth".into(), Value::from(self.queue_depth));
+        }
+        if !self.cgroup_weights.is_empty() {
+            let w: Map<String, Value> = self
+                .cgroup_weights
+                .iter()
+                .map(|(p, w)| (p.clone(), Value::from(*w)))
+                .collect();
+            m.insert("cgroup_weights".into(), Value::Object(w));
         }
         Value::Object(m).to_string()
     }
@@ -306,6 +319,7 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
             "rotational",
             "nr_requests",
             "queue_depth",
+            "cgroup_weights",
         ],
         "header",
     )?;
@@ -346,6 +360,23 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
             return Err("field 'queue_depth' must be positive".into());
         }
         h.queue_depth = n;
+    }
+    if let Some(w) = m.get("cgroup_weights") {
+        let obj = w
+            .as_object()
+            .ok_or_else(|| format!("field 'cgroup_weights' must be an object, got {w}"))?;
+        for (path, v) in obj {
+            let weight = v
+                .as_u64()
+                .filter(|w| (1..=1000).contains(w))
+                .ok_or_else(|| {
+                    format!("cgroup weight of '{path}' must be an integer 1..1000, got {v}")
+                })?;
+            if path.trim_matches('/').is_empty() {
+                return Err("the root cgroup '/' has no weight".into());
+            }
+            h.cgroup_weights.push((path.clone(), weight as u32));
+        }
     }
     Ok(h)
 }
@@ -513,7 +544,7 @@ pub struct Replayer {
     rev: Vec<Option<u64>>,
     /// Free scheduler tags (lowest first when taken).
     free_tags: Vec<u32>,
-    cgroups: HashMap<String, u32>,
+    cgroups: CgroupTable,
     last_t: u64,
     last_jiffies: Option<(u64, u64)>,
     /// When set (`kernel-trace compare`), the times at which the recorded kernel's
@@ -546,8 +577,14 @@ impl Replayer {
         for (k, v) in &h.tunables {
             elevator.set_tunable(k, v).map_err(|e| e.to_string())?;
         }
-        let mut cgroups = HashMap::new();
-        cgroups.insert("/".to_string(), 0);
+        let mut cgroups = CgroupTable::new();
+        for (path, w) in &h.cgroup_weights {
+            let id = cgroups.intern(path);
+            cgroups
+                .set_weight(id, *w as u64)
+                .map_err(|e| e.to_string())?;
+        }
+        elevator.set_cgroups(&cgroups);
         Ok(Replayer {
             elevator,
             hz: params.hz,
@@ -728,8 +765,11 @@ impl Replayer {
                 ins.id, self.nr_requests
             ));
         };
-        let n = self.cgroups.len() as u32;
-        let cg = *self.cgroups.entry(ins.cgroup.clone()).or_insert(n);
+        let known = self.cgroups.len();
+        let cg = self.cgroups.intern(&ins.cgroup);
+        if self.cgroups.len() != known {
+            self.elevator.set_cgroups(&self.cgroups);
+        }
         let op = match ins.dir {
             Dir::Read => Op::Read,
             Dir::Write => Op::Write,
@@ -745,7 +785,7 @@ impl Replayer {
             },
             pid: ins.pid,
             cpu: ins.cpu,
-            cgroup: CgroupId(cg),
+            cgroup: cg,
             owner: ins.id,
         };
         let bio_id = self.bios.alloc(bio);
@@ -960,6 +1000,38 @@ mod tests {
             r#"{"sched":"none","tunables":{"fifo_batch":1},"hz":250}"#
         );
         assert_eq!(parse_line(&line, true).unwrap(), Line::Header(h));
+    }
+
+    #[test]
+    fn cgroup_weights_reach_bfq() {
+        let mut h = Header::new("bfq");
+        // No weight raising: queues keep their first budget (10922 sectors).
+        h.tunables.push(("low_latency".into(), "0".into()));
+        h.cgroup_weights.push(("/b".into(), 300));
+        let line = h.to_json();
+        assert!(line.contains(r#""cgroup_weights":{"/b":300}"#), "{line}");
+        assert_eq!(parse_line(&line, true).unwrap(), Line::Header(h));
+        // pid 1 in /a (weight 100) inserts first, pid 2 in /b (300) second: with
+        // equal start times the heavier group has the smaller finish time and is
+        // served first, in slots of 10 requests (the first budget, 10922 sectors).
+        let mut trace = format!("{line}\n");
+        for i in 0..12u64 {
+            for (pid, cg) in [(1, "/a"), (2, "/b")] {
+                let id = pid * 100 + i;
+                trace.push_str(&format!(
+                    r#"{{"t":0,"op":"insert","id":{id},"sector":{},"sectors":1024,"dir":"read","class":"be","pid":{pid},"cgroup":"{cg}"}}"#,
+                    id * 4096
+                ));
+                trace.push('\n');
+            }
+        }
+        for k in 0..20u64 {
+            trace.push_str(&format!("{{\"t\":{},\"op\":\"dispatch\"}}\n", k * 1000));
+        }
+        let out = replay_str(&trace, "t").unwrap();
+        let pids: Vec<u64> = out.iter().map(|d| d.id.unwrap() / 100).collect();
+        assert_eq!(pids, [[2; 10], [1; 10]].concat());
+        assert!(replay_str(&trace.replacen(r#""/b":300"#, r#""/b":0"#, 1), "t").is_err());
     }
 
     #[test]

@@ -165,7 +165,10 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     let mut jobs = Vec::new();
     let mut barrier = 0u32;
     let mut groupid = 0u32;
-    let mut cgroups: Vec<String> = vec!["/".into()];
+    let mut cgroups = blk::CgroupTable::new();
+    // Weights set by `cgroup_weight=`, with the job that set them.
+    let mut weight_set: std::collections::HashMap<CgroupId, (u32, String)> =
+        std::collections::HashMap::new();
     let mut cpu_rr = 0u32;
     let mut expected_ns = Some(0u64);
     let mut expected_bytes = Some(0u64);
@@ -237,15 +240,32 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         }
         let cgroup = match &spec.cgroup {
             None => CgroupId(0),
-            Some(c) => {
-                let path = format!("/{}", c.trim_start_matches('/'));
-                let idx = cgroups.iter().position(|x| *x == path).unwrap_or_else(|| {
-                    cgroups.push(path);
-                    cgroups.len() - 1
-                });
-                CgroupId(idx as u32)
-            }
+            Some(c) => cgroups.intern(c),
         };
+        if let Some(w) = spec.cgroup_weight {
+            // fio writes the weight into the job's cgroup; with BFQ that is the
+            // group weight (io.bfq.weight).
+            if cgroup == CgroupId(0) {
+                return Err(job_err(
+                    spec,
+                    "cgroup_weight= needs cgroup= (the root cgroup has no weight)",
+                ));
+            }
+            if let Some((prev, by)) = weight_set.get(&cgroup) {
+                if *prev != w {
+                    return Err(job_err(
+                        spec,
+                        format!(
+                            "cgroup_weight={w} differs from cgroup_weight={prev} set by job '{by}' for the same cgroup"
+                        ),
+                    ));
+                }
+            }
+            weight_set.insert(cgroup, (w, spec.name.clone()));
+            cgroups
+                .set_weight(cgroup, w as u64)
+                .map_err(|e| job_err(spec, e.to_string()))?;
+        }
         let ioprio = IoPrio {
             class: match (spec.prioclass, spec.prio) {
                 (Some(c), _) => IoClass::from_number(c).unwrap_or_default(),
@@ -257,7 +277,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             level: spec.prio.unwrap_or(4),
         };
         let time_based = spec.time_based && spec.runtime_ns.is_some();
-        let job_ns = spec.ramp_time_ns + spec.runtime_ns.unwrap_or(0);
+        let job_ns = spec.start_delay_ns + spec.ramp_time_ns + spec.runtime_ns.unwrap_or(0);
         group_ns = group_ns.max(job_ns);
         if !time_based {
             expected_ns = None;
@@ -293,6 +313,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 runtime: spec.runtime_ns,
                 time_based,
                 ramp_time: spec.ramp_time_ns,
+                start_delay: spec.start_delay_ns,
                 depth: spec.ioengine.max_in_flight(spec.iodepth),
                 async_engine: spec.ioengine.is_async(),
                 cpu,
@@ -340,6 +361,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         });
     }
     let expected_ns = expected_ns.map(|t| t + group_ns);
+    sim.cgroups = cgroups;
     Ok(Plan {
         scheduler,
         clones,

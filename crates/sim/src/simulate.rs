@@ -36,6 +36,8 @@ impl IoObserver for NoObserver {}
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     GroupStart(u32),
+    /// A job of a started group whose `startdelay` has passed.
+    JobStart(usize),
     RampEnd(usize),
     Stop(usize),
     QueueRun,
@@ -69,6 +71,8 @@ pub struct SimConfig {
     pub flush_insert: FlushInsert,
     /// Cap on requests pulled from the elevator per dispatch round.
     pub nr_sched_batch: Option<u32>,
+    /// The cgroups the jobs' `CgroupId`s index (paths, nesting, weights).
+    pub cgroups: blk::CgroupTable,
 }
 
 impl Default for SimConfig {
@@ -83,6 +87,7 @@ impl Default for SimConfig {
             max_sectors_kb: None,
             flush_insert: FlushInsert::Head,
             nr_sched_batch: None,
+            cgroups: blk::CgroupTable::new(),
         }
     }
 }
@@ -171,6 +176,7 @@ impl Simulation {
             nr_hw_queues: info.nr_hw_queues,
         };
         let mut queue = Queue::new(qcfg, |p: &QueueParams| make(p));
+        queue.elevator_mut().set_cgroups(&cfg.cgroups);
         for (k, v) in &cfg.tunables {
             queue.elevator_mut().set_tunable(k, v)?;
         }
@@ -225,6 +231,7 @@ impl Simulation {
             }
             match ev {
                 Ev::GroupStart(g) => self.start_group(g, now, obs),
+                Ev::JobStart(j) => self.start_job(j, now, obs),
                 Ev::RampEnd(j) => obs.ramp_done(j, now),
                 Ev::Stop(j) => {
                     self.jobs[j].stopping = true;
@@ -317,22 +324,30 @@ impl Simulation {
             if self.jobs[j].cfg.group != g {
                 continue;
             }
-            let job = &mut self.jobs[j];
-            job.started = true;
-            job.start = now;
-            job.end = now;
-            let ramp = job.cfg.ramp_time;
-            let runtime = job.cfg.runtime;
-            obs.job_started(j, now);
-            if ramp > 0 {
-                self.events.push(now.add(ramp), Ev::RampEnd(j));
+            match self.jobs[j].cfg.start_delay {
+                0 => self.start_job(j, now, obs),
+                d => self.events.push(now.add(d), Ev::JobStart(j)),
             }
-            if let Some(rt) = runtime {
-                self.events.push(now.add(ramp + rt), Ev::Stop(j));
-            }
-            self.fill(j, now, obs);
-            self.maybe_finish(j, now, obs);
         }
+    }
+
+    /// Start job `j`: its ramp and runtime count from now.
+    fn start_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        let job = &mut self.jobs[j];
+        job.started = true;
+        job.start = now;
+        job.end = now;
+        let ramp = job.cfg.ramp_time;
+        let runtime = job.cfg.runtime;
+        obs.job_started(j, now);
+        if ramp > 0 {
+            self.events.push(now.add(ramp), Ev::RampEnd(j));
+        }
+        if let Some(rt) = runtime {
+            self.events.push(now.add(ramp + rt), Ev::Stop(j));
+        }
+        self.fill(j, now, obs);
+        self.maybe_finish(j, now, obs);
     }
 
     /// Submit until the job's depth is reached, it stops, or it blocks in an fsync.

@@ -49,6 +49,7 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         runtime: None,
         time_based: false,
         ramp_time: 0,
+        start_delay: 0,
         depth,
         async_engine: depth > 1,
         cpu: 0,

@@ -28,6 +28,7 @@ pub mod kyber;
 pub mod mq_deadline;
 pub mod none;
 
+use crate::cgroup::CgroupTable;
 use crate::merge::{MergeKind, MergeState};
 use crate::request::{Bio, BioArena, BioId, RqArena, RqId};
 use crate::types::{Jiffies, Ns, Op, ReqFlags};
@@ -220,6 +221,10 @@ pub trait Elevator {
     /// Write an attribute, validated as the kernel's store function validates it.
     /// The pseudo-attribute `variant` selects a seed-patch variant.
     fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), TunableError>;
+    /// The run's cgroup table (paths, nesting, `io.bfq.weight`) was built or grew.
+    /// Drivers call it before the first request naming a cgroup that is new to the
+    /// scheduler; schedulers without group scheduling ignore it.
+    fn set_cgroups(&mut self, _table: &CgroupTable) {}
     /// Seed-patch variants this scheduler offers.
     fn variants(&self) -> Vec<VariantInfo> {
         Vec::new()
@@ -262,7 +267,7 @@ pub static SCHEDULERS: &[SchedulerEntry] = &[
     },
     SchedulerEntry {
         name: "bfq",
-        about: "budget fair queueing: per-process queues, B-WF2Q+ weights, budgets, idling, weight raising (v6.13; no cgroups yet)",
+        about: "budget fair queueing: per-process queues, cgroup groups, hierarchical B-WF2Q+ weights, budgets, idling, weight raising (v6.13)",
         make: |p| Box::new(bfq::Bfq::new(p)),
     },
     SchedulerEntry {

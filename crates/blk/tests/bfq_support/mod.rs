@@ -119,7 +119,7 @@ impl Harness {
         self.now = self.now.max(t);
     }
 
-    fn bio_of(io: Io) -> Bio {
+    fn bio_of(io: Io, cgroup: CgroupId) -> Bio {
         Bio {
             op: io.op,
             flags: if io.sync && io.op != Op::Read {
@@ -135,7 +135,7 @@ impl Harness {
             },
             pid: io.pid,
             cpu: 0,
-            cgroup: CgroupId(0),
+            cgroup,
             owner: 0,
         }
     }
@@ -143,7 +143,12 @@ impl Harness {
     /// A new request (prepare + insert). It may be absorbed by an insert merge
     /// (then it is freed and logged in `freed_log`).
     pub fn submit(&mut self, io: Io) -> RqId {
-        let b = Self::bio_of(io);
+        self.submit_in(io, CgroupId(0))
+    }
+
+    /// [`Harness::submit`] from a task in cgroup `cgroup`.
+    pub fn submit_in(&mut self, io: Io, cgroup: CgroupId) -> RqId {
+        let b = Self::bio_of(io, cgroup);
         let bid = self.bios.alloc(b);
         let id = self.rqs.alloc(Request::from_bio(&b, bid, self.now));
         self.rqs.get_mut(id).uses_sched = true;
@@ -157,7 +162,7 @@ impl Harness {
 
     /// A bio: elevator bio merge first, else a new request. `None` when merged.
     pub fn submit_bio(&mut self, io: Io) -> Option<RqId> {
-        let b = Self::bio_of(io);
+        let b = Self::bio_of(io, CgroupId(0));
         let bid = self.bios.alloc(b);
         if self.call(|k, c| k.bio_merge(c, &b, bid)) {
             self.free_merged();

@@ -321,6 +321,10 @@ pub struct JobSpec {
     pub time_based: bool,
     /// `ramp_time` in nanoseconds (default 0).
     pub ramp_time_ns: u64,
+    /// `startdelay` in nanoseconds (default 0; a single value, not a range):
+    /// the job starts this long after its group, and its ramp time and runtime
+    /// count from there.
+    pub start_delay_ns: u64,
     /// `group_reporting`.
     pub group_reporting: bool,
     /// `new_group`: start a new reporting group.

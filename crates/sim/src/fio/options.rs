@@ -117,6 +117,7 @@ static OPTIONS: &[OptDef] = &[
     m("runtime", &["timeout"], R),
     m("time_based", NONE, Flag),
     m("ramp_time", NONE, R),
+    m("startdelay", NONE, R),
     m("group_reporting", NONE, Flag),
     m("new_group", NONE, Flag),
     m("randseed", NONE, R),
@@ -295,7 +296,6 @@ static OPTIONS: &[OptDef] = &[
     nm("atomic", NONE, R, ZERO),
     nm("overwrite", NONE, R, NONE),
     nm("loops", NONE, R, ONE),
-    nm("startdelay", NONE, R, ZERO),
     nm("verify_only", NONE, Flag, NONE),
     nm("ramp_size", NONE, R, NONE),
     nm("verify", NONE, R, ZERO),
@@ -469,6 +469,7 @@ pub(crate) struct JobState {
     runtime_ns: u64,
     time_based: bool,
     ramp_time_ns: u64,
+    start_delay_ns: u64,
     group_reporting: bool,
     new_group: bool,
     randseed: Option<u64>,
@@ -512,6 +513,7 @@ impl Default for JobState {
             runtime_ns: 0,
             time_based: false,
             ramp_time_ns: 0,
+            start_delay_ns: 0,
             group_reporting: false,
             new_group: false,
             randseed: None,
@@ -676,6 +678,7 @@ impl JobState {
             "buffered" => self.direct = !parse_bool(v)?,
             "runtime" => self.runtime_ns = parse_time(v)?,
             "ramp_time" => self.ramp_time_ns = parse_time(v)?,
+            "startdelay" => self.start_delay_ns = parse_time(v)?,
             "randseed" => {
                 if v.contains([',', ':', '-']) {
                     return Err(format!("expected a single integer for randseed, got '{v}'"));
@@ -804,6 +807,7 @@ impl JobState {
             runtime_ns: (self.runtime_ns != 0).then_some(self.runtime_ns),
             time_based,
             ramp_time_ns: self.ramp_time_ns,
+            start_delay_ns: self.start_delay_ns,
             group_reporting: self.group_reporting,
             new_group: self.new_group,
             randseed: self.randseed,

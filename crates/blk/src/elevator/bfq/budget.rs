@@ -124,8 +124,8 @@ impl Bfq {
             self.queues[q].wait_request = false;
         }
         self.idle_timer = None;
+        self.wf.reset_in_service(self.in_service_queue);
         self.in_service_queue = None;
-        self.wf.reset_in_service();
     }
 
     /// `bfq_bfqq_expire`: end the service slot of `q`.
@@ -171,5 +171,6 @@ impl Bfq {
         } else {
             self.wf.ents[q].service = 0;
         }
+        self.wf.reset_parents_service(q);
     }
 }

@@ -14,10 +14,11 @@ use crate::request::RqId;
 use crate::types::Ns;
 
 impl Bfq {
-    /// `bfq_asymmetric_scenario` (≥ 6.2): differing weights among queues with pending
-    /// requests (unless `q` has the smallest), several busy classes, or more than one
-    /// group with pending requests. The group clause is where the seed-4 variants
-    /// (`legacy`: `> 0` with group-entity counting; `seed-v1`) will plug in.
+    /// `bfq_asymmetric_scenario`: differing weights among queues with pending
+    /// requests (unless `q` has the smallest), several busy classes, or competing
+    /// groups, as the variant counts and compares them
+    /// ([`Bfq::groups_make_asymmetric`]; `mainline`: more than one group with
+    /// pending requests).
     pub fn asymmetric_scenario(&self, q: Option<QueueId>) -> bool {
         let smallest_weight = q.is_some_and(|q| {
             let wc = self.wf.ents[q].weight_counter;
@@ -27,7 +28,7 @@ impl Bfq {
         let b = &self.busy_queues;
         // At least two of the three classes have busy queues.
         let multiple_classes_busy = b.iter().filter(|&&n| n > 0).count() >= 2;
-        varied_queue_weights || multiple_classes_busy || self.num_groups_with_pending_reqs > 1
+        varied_queue_weights || multiple_classes_busy || self.groups_make_asymmetric()
     }
 
     /// `idling_boosts_thr_without_issues`. `hw_tag == -1` (unknown) counts as

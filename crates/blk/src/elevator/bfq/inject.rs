@@ -160,6 +160,9 @@ impl Bfq {
     /// The plugged branch of `bfq_select_queue`: which queue, if any, to take a
     /// request from while the in-service queue `s` keeps the device.
     pub(super) fn injection_candidate(&mut self, ctx: &ElvCtx, s: QueueId) -> Option<QueueId> {
+        if !self.injection {
+            return None;
+        }
         let owner_async = if self.queues[s].sync {
             self.bics.get(&self.queues[s].pid).and_then(|b| b.async_q)
         } else {

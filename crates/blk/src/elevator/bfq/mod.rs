@@ -1,10 +1,14 @@
-//! BFQ, Budget Fair Queueing (`block/bfq-iosched.c`, `block/bfq-wf2q.c`), following
-//! **mainline v6.13**, without cgroups so far (every queue is in the root group).
+//! BFQ, Budget Fair Queueing (`block/bfq-iosched.c`, `block/bfq-wf2q.c`,
+//! `block/bfq-cgroup.c`), following **mainline v6.13**, with group scheduling.
 //!
 //! Every process (`Request::pid`) gets its own **sync** `bfq_queue`; async
-//! (buffered-write) requests go to a queue shared by all processes with the same
-//! class and level. Queues are scheduled by **B-WF2Q+** ([`wf2q`]) according to
-//! their weights (`(8 - ioprio level) × 10`: level 4 → 40, level 0 → 80). The queue in
+//! (buffered-write) requests go to a queue shared by all processes of the same
+//! group with the same class and level. Each cgroup that issues I/O
+//! (`Request::cgroup`) has a `bfq_group` ([`cgroup`]) whose weight is the cgroup's
+//! `io.bfq.weight` (default 100) from the table the driver passes with
+//! [`Elevator::set_cgroups`]. Queues and groups are scheduled by hierarchical
+//! **B-WF2Q+** ([`wf2q`]): groups by their weights at each level, queues within
+//! their group by theirs (`(8 - ioprio level) × 10`: level 4 → 40, level 0 → 80). The queue in
 //! service is served until its **budget** (sectors) is exhausted, its **budget
 //! timeout** (`timeout_sync`, jiffies) expires, or it runs out of requests; an empty
 //! sync queue may keep the device **idle** (`slice_idle`) waiting for its process's
@@ -25,9 +29,10 @@
 //! | `strict_guarantees` | bool | 0 | >1 → 1; enabling raises `slice_idle` to ≥ 8 ms |
 //! | `timeout_sync` | ms | 125 (HZ 1000) | ≥ 1, stored in jiffies (`msecs_to_jiffies`) |
 //!
-//! Values are parsed as `kstrtoul(.., 10, ..)` (decimal, unsigned). The pseudo
-//! attribute `variant` reads `mainline`; the seed-4 variants (`legacy`, `seed-v1`)
-//! only differ once cgroups are modelled and are not offered yet.
+//! Values are parsed as `kstrtoul(.., 10, ..)` (decimal, unsigned). Two
+//! pseudo-attributes are not kernel files: `variant` picks the seed-4 rule for
+//! `num_groups_with_pending_reqs` (`mainline`, `legacy`, `seed-v1-p1`, `seed-v1`;
+//! see [`cgroup`]), and `injection` (1, or 0 to never inject while plugged).
 //!
 //! # Mapping to the kernel
 //!
@@ -43,13 +48,12 @@
 //! | injection: `bfq_check_waker`, `bfq_choose_bfqq_for_injection`, `bfq_reset_inject_limit`, `bfq_update_inject_limit` | [`inject`] |
 //! | `bfq_bio_merge`, `bfq_allow_bio_merge`, `bfq_request_merge(d)`, `bfq_requests_merged` | [`merge`] |
 //! | weight raising, `bfq_handle_burst` | [`wr`] |
-//! | B-WF2Q+ | [`wf2q`] |
+//! | B-WF2Q+, the group hierarchy (`bfq_activate_requeue_entity`, `bfq_deactivate_entity`, `bfq_update_parent_budget`, `bfq_get_next_queue`, ...) | [`wf2q`] |
+//! | `bfq_bio_bfqg`, `bfq_bic_update_cgroup`, `bfq_bfqq_move`, `bfq_add/del_bfqq_in_groups_with_pending_reqs`, `bfq_bfqq_higher_class_or_weight`, the seed's `bfq_update_dispatch_size_info` | [`cgroup`] |
 //!
 //! # Not modelled yet (extension points)
 //!
-//! - cgroups (`bfq_group`, group entities, `num_groups_with_pending_reqs` > 1): only
-//!   the root group exists; the per-queue `in_groups_with_pending_reqs` counting is in
-//!   place so the seed-4 variants can hook into [`Bfq::asymmetric_scenario`];
+//! - per-device group weight overrides, group statistics, offlining groups;
 //! - queue merging (EQM `bfq_setup_cooperator`, stable merge, splitting);
 //! - peak-rate estimation: `bfq_max_budget` stays at its initial 16384 sectors unless
 //!   `max_budget`/`timeout_sync` is written (then the formula of the initial estimate
@@ -57,6 +61,7 @@
 //! - `limit_depth` (async/sync-write shallow depths), `force_dispatch`.
 
 pub mod budget;
+pub mod cgroup;
 pub mod idle;
 pub mod inject;
 pub mod merge;
@@ -64,13 +69,17 @@ pub mod queue;
 pub mod wf2q;
 pub mod wr;
 
-use crate::elevator::{unknown_tunable, Elevator, ElvCtx, QueueParams, TunableError, TunableInfo};
+use crate::cgroup::CgroupTable;
+use crate::elevator::{
+    unknown_tunable, Elevator, ElvCtx, QueueParams, TunableError, TunableInfo, VariantInfo,
+};
 use crate::merge::MergeKind;
 use crate::request::{Bio, BioId, RqId};
-use crate::types::{Ns, ReqFlags};
+use crate::types::{CgroupId, Ns, ReqFlags};
+use cgroup::{BfqGroup, DispatchSizeInfo, Variant};
 use queue::{effective_ioprio, ioprio_to_weight, BfqQueue, Bic, QueueId, RqData};
 use std::collections::{HashMap, VecDeque};
-use wf2q::{Entity, Wf2q, CLASS_IDLE};
+use wf2q::{Entity, GroupId, Wf2q, CLASS_IDLE, ROOT_GROUP};
 
 /// `bfq_default_max_budget` (sectors).
 pub const BFQ_DEFAULT_MAX_BUDGET: i64 = 16 * 1024;
@@ -135,10 +144,15 @@ pub struct Bfq {
     /// All queues ever created, by id (queues are never freed in this model).
     pub queues: Vec<BfqQueue>,
     bics: HashMap<u32, Bic>,
-    /// `root_group->async_bfqq[RT/BE][level]`.
-    async_bfqq: [[Option<QueueId>; 8]; 2],
-    /// `root_group->async_idle_bfqq`.
-    async_idle_bfqq: Option<QueueId>,
+    /// BFQ's per-group data (cgroup, async queues), indexed like `wf.groups`.
+    pub bfqg: Vec<BfqGroup>,
+    /// The run's cgroups (paths, nesting, weights).
+    cgroups: CgroupTable,
+    group_of_cgroup: HashMap<CgroupId, GroupId>,
+    /// Which `num_groups_with_pending_reqs` rule applies (`bfq.variant`).
+    pub variant: Variant,
+    /// The seed's dispatch-size record (kept under every variant, read by `seed-v1`).
+    pub dispatch_size: DispatchSizeInfo,
     rqd: Vec<RqData>,
     rq_seq: u64,
     /// `bfqd->dispatch`.
@@ -156,9 +170,9 @@ pub struct Bfq {
     pub hw_tag: i32,
     hw_tag_samples: u32,
     nonrot_with_queueing: bool,
-    /// `num_groups_with_pending_reqs` (≥ 6.2 counting; only the root group here).
+    /// `num_groups_with_pending_reqs` as ≥ 6.2 counts it (the ≤ 6.1 count is
+    /// `wf.legacy_groups_with_pending_reqs`).
     pub num_groups_with_pending_reqs: u32,
-    root_queues_with_pending_reqs: u32,
     /// `budgets_assigned`.
     pub budgets_assigned: u32,
     /// `bfqd->bfq_max_budget` (sectors).
@@ -181,6 +195,8 @@ pub struct Bfq {
     last_empty_occupied_ns: u64,
     last_completed_rq_bfqq: Option<QueueId>,
     burst_list: Vec<QueueId>,
+    /// `burst_parent_entity`: the group of the queues in the current burst.
+    burst_parent: GroupId,
     burst_size: u32,
     large_burst: bool,
     last_ins_in_burst: u64,
@@ -202,6 +218,9 @@ pub struct Bfq {
     /// Diagnostics: requests dispatched by injection (from a queue other than the
     /// one in service).
     pub injected: u64,
+    /// The iosched-only switch `injection` (not a kernel attribute): 0 makes the
+    /// plugged branch of `bfq_select_queue` never inject.
+    injection: bool,
 }
 
 impl Bfq {
@@ -214,8 +233,11 @@ impl Bfq {
             wf: Wf2q::new(hz, 0),
             queues: Vec::new(),
             bics: HashMap::new(),
-            async_bfqq: [[None; 8]; 2],
-            async_idle_bfqq: None,
+            bfqg: vec![BfqGroup::default()],
+            cgroups: CgroupTable::new(),
+            group_of_cgroup: HashMap::new(),
+            variant: Variant::Mainline,
+            dispatch_size: DispatchSizeInfo::default(),
             rqd: Vec::new(),
             rq_seq: 0,
             dispatch: VecDeque::new(),
@@ -228,7 +250,6 @@ impl Bfq {
             hw_tag_samples: 0,
             nonrot_with_queueing: !p.rotational,
             num_groups_with_pending_reqs: 0,
-            root_queues_with_pending_reqs: 0,
             budgets_assigned: 0,
             bfq_max_budget: BFQ_DEFAULT_MAX_BUDGET,
             bfq_user_max_budget: 0,
@@ -247,6 +268,7 @@ impl Bfq {
             last_empty_occupied_ns: 0,
             last_completed_rq_bfqq: None,
             burst_list: Vec::new(),
+            burst_parent: ROOT_GROUP,
             burst_size: 0,
             large_burst: false,
             last_ins_in_burst: 0,
@@ -263,6 +285,7 @@ impl Bfq {
             expirations: Vec::new(),
             record_expirations: true,
             injected: 0,
+            injection: true,
         }
     }
 
@@ -273,7 +296,7 @@ impl Bfq {
             // bfq_init_root_group: bfq_class_idle_last_service = jiffies at init;
             // the first call is the closest we know to the init time.
             self.clock_seen = true;
-            self.wf.class_idle_last_service = self.jiffies;
+            self.wf.groups[ROOT_GROUP].sd.class_idle_last_service = self.jiffies;
         }
     }
 
@@ -361,9 +384,20 @@ impl Bfq {
 
     // ---------------------------------------------------------------- queues
 
-    /// `bfq_get_queue` / `bfq_init_rq` for the root group: find or create the queue
-    /// of a request from `pid` with priority `prio`.
-    pub fn get_queue(&mut self, pid: u32, prio: crate::types::IoPrio, is_sync: bool) -> QueueId {
+    /// `bfq_get_queue` / `bfq_init_rq`: find or create the queue of a request from
+    /// `pid` in cgroup `cg` with priority `prio`. A process seen in another cgroup
+    /// than before has its sync queue moved there and its async queue dropped
+    /// (`bfq_bic_update_cgroup`).
+    pub fn get_queue(
+        &mut self,
+        ctx: &ElvCtx,
+        pid: u32,
+        cg: CgroupId,
+        prio: crate::types::IoPrio,
+        is_sync: bool,
+    ) -> QueueId {
+        let g = self.group_for(cg);
+        self.bic_update_cgroup(ctx, pid, cg, g);
         let bic = self.bics.entry(pid).or_default();
         // bfq_check_ioprio_change
         let changed = bic.ioprio != Some(prio);
@@ -389,8 +423,8 @@ impl Bfq {
                 return q;
             }
             let slot = match class {
-                CLASS_IDLE => self.async_idle_bfqq,
-                c => self.async_bfqq[c][level as usize],
+                CLASS_IDLE => self.bfqg[g].async_idle_bfqq,
+                c => self.bfqg[g].async_bfqq[c][level as usize],
             };
             if let Some(q) = slot {
                 self.bics.get_mut(&pid).unwrap().async_q = Some(q);
@@ -409,15 +443,15 @@ impl Bfq {
             .push(BfqQueue::new(is_sync, pid, class, level, maxb, at));
         self.wf
             .ents
-            .push(Entity::new(ioprio_to_weight(level), class));
+            .push(Entity::new(ioprio_to_weight(level), class).in_group(g));
         let bic = self.bics.get_mut(&pid).unwrap();
         if is_sync {
             bic.sync_q = Some(id);
         } else {
             bic.async_q = Some(id);
             match class {
-                CLASS_IDLE => self.async_idle_bfqq = Some(id),
-                c => self.async_bfqq[c][level as usize] = Some(id),
+                CLASS_IDLE => self.bfqg[g].async_idle_bfqq = Some(id),
+                c => self.bfqg[g].async_bfqq[c][level as usize] = Some(id),
             }
         }
         id
@@ -428,8 +462,8 @@ impl Bfq {
     /// `bfq_insert_request` for one request.
     pub fn insert_one(&mut self, ctx: &mut ElvCtx, rq: RqId, at_head: bool) {
         let r = ctx.rqs.get(rq);
-        let (pid, prio, sync) = (r.pid, r.ioprio, r.is_sync());
-        let q = self.get_queue(pid, prio, sync);
+        let (pid, cg, prio, sync) = (r.pid, r.cgroup, r.ioprio, r.is_sync());
+        let q = self.get_queue(ctx, pid, cg, prio, sync);
         self.bics
             .get_mut(&pid)
             .expect("bic created by get_queue")
@@ -733,18 +767,10 @@ impl Bfq {
         self.wf.ents[q].budget - self.wf.ents[q].service
     }
 
-    /// `bfq_bfqq_higher_class_or_weight` (root group only: same parent).
-    fn higher_class_or_weight(&self, q: QueueId, in_serv: QueueId) -> bool {
-        let (a, b) = (&self.wf.ents[q], &self.wf.ents[in_serv]);
-        if a.class < b.class {
-            return true;
-        }
-        a.weight > b.weight
-    }
-
     /// `next_queue_may_preempt`: at the root, `next_in_service != in_service_entity`.
     fn next_queue_may_preempt(&self) -> bool {
-        self.wf.next_in_service != self.wf.in_service_entity
+        let root = self.wf.root();
+        root.next_in_service != root.in_service_entity
     }
 
     /// `bfq_bfqq_handle_idle_busy_switch`. Returns `interactive`.
@@ -801,28 +827,6 @@ impl Bfq {
         let requeue = self.in_service_queue == Some(q);
         self.wf
             .activate_requeue_entity(q, false, requeue, expiration, self.jiffies);
-    }
-
-    /// `bfq_add_bfqq_in_groups_with_pending_reqs` (≥ 6.2, root group only).
-    fn add_in_groups_with_pending_reqs(&mut self, q: QueueId) {
-        if !self.queues[q].in_groups_with_pending_reqs {
-            self.queues[q].in_groups_with_pending_reqs = true;
-            self.root_queues_with_pending_reqs += 1;
-            if self.root_queues_with_pending_reqs == 1 {
-                self.num_groups_with_pending_reqs += 1;
-            }
-        }
-    }
-
-    /// `bfq_del_bfqq_in_groups_with_pending_reqs`.
-    fn del_in_groups_with_pending_reqs(&mut self, q: QueueId) {
-        if self.queues[q].in_groups_with_pending_reqs {
-            self.queues[q].in_groups_with_pending_reqs = false;
-            self.root_queues_with_pending_reqs -= 1;
-            if self.root_queues_with_pending_reqs == 0 {
-                self.num_groups_with_pending_reqs -= 1;
-            }
-        }
     }
 
     /// `bfq_add_bfqq_busy`.
@@ -1067,6 +1071,7 @@ impl Bfq {
                 self.queues[q].dispatched += 1;
             }
             self.tot_rq_in_driver += 1;
+            self.update_dispatch_size_info(ctx.rqs.get(rq).nr_sectors as u64 * 512);
             return Some(rq);
         }
         if self.tot_busy_queues() == 0 {
@@ -1082,6 +1087,7 @@ impl Bfq {
         let rq = self.dispatch_rq_from_bfqq(ctx, q);
         self.rqd_mut(rq).started = true;
         self.tot_rq_in_driver += 1;
+        self.update_dispatch_size_info(ctx.rqs.get(rq).nr_sectors as u64 * 512);
         Some(rq)
     }
 
@@ -1232,16 +1238,30 @@ impl Bfq {
         if total != self.tot_busy_queues() {
             return Err(format!("busy {:?} != {:?}", self.busy_queues, busy));
         }
-        let wsum: u64 = self
-            .wf
-            .ents
-            .iter()
-            .filter(|e| e.on_st_or_in_serv)
-            .map(|e| e.weight as u64)
-            .sum();
-        let st_wsum: u64 = self.wf.st.iter().map(|s| s.wsum).sum();
-        if wsum != st_wsum {
-            return Err(format!("wsum {st_wsum} != {wsum}"));
+        self.wf.check_wsum()?;
+        // ≥ 6.2 counting: per group, the queues flagged; in total, the groups with
+        // at least one.
+        let mut per_group = vec![0u32; self.wf.groups.len()];
+        for (i, q) in self.queues.iter().enumerate() {
+            if q.in_groups_with_pending_reqs {
+                per_group[self.wf.group_of(i)] += 1;
+            }
+        }
+        for (g, n) in per_group.iter().enumerate() {
+            if *n != self.wf.groups[g].num_queues_with_pending_reqs {
+                return Err(format!("group {g}: num_queues_with_pending_reqs"));
+            }
+        }
+        let groups = per_group.iter().filter(|&&n| n > 0).count() as u32;
+        if groups != self.num_groups_with_pending_reqs {
+            return Err(format!(
+                "num_groups_with_pending_reqs {} != {groups}",
+                self.num_groups_with_pending_reqs
+            ));
+        }
+        let legacy = self.wf.groups.iter().filter(|g| g.legacy_pending).count() as u32;
+        if legacy != self.wf.legacy_groups_with_pending_reqs {
+            return Err("legacy num_groups_with_pending_reqs".into());
         }
         Ok(())
     }
@@ -1310,6 +1330,14 @@ impl Elevator for Bfq {
 
     fn next_timer(&self) -> Option<Ns> {
         self.idle_timer
+    }
+
+    fn set_cgroups(&mut self, table: &CgroupTable) {
+        self.set_cgroup_table(table);
+    }
+
+    fn variants(&self) -> Vec<VariantInfo> {
+        Variant::ALL.iter().map(|(_, i)| *i).collect()
     }
 
     fn timer_fired(&mut self, ctx: &mut ElvCtx) {
@@ -1400,7 +1428,8 @@ impl Elevator for Bfq {
             "slice_idle_us" => (self.slice_idle / 1000).to_string(),
             "strict_guarantees" => u8::from(self.strict_guarantees).to_string(),
             "timeout_sync" => self.jiffies_to_msecs(self.timeout).to_string(),
-            "variant" => "mainline".to_string(),
+            "variant" => self.variant.name().to_string(),
+            "injection" => u8::from(self.injection).to_string(),
             _ => return Err(unknown_tunable("bfq", name, &self.tunables())),
         })
     }
@@ -1413,9 +1442,28 @@ impl Elevator for Bfq {
             reason: reason.to_string(),
         };
         if name == "variant" {
-            return match value.trim_end_matches('\n') {
-                "mainline" => Ok(()),
-                _ => Err(invalid("BFQ offers only the 'mainline' variant so far")),
+            let v = value.strip_suffix('\n').unwrap_or(value);
+            return match Variant::from_name(v) {
+                Some(v) => {
+                    self.variant = v;
+                    Ok(())
+                }
+                None => Err(invalid(
+                    "BFQ variants: mainline, legacy, seed-v1-p1, seed-v1",
+                )),
+            };
+        }
+        if name == "injection" {
+            return match value.strip_suffix('\n').unwrap_or(value) {
+                "0" => {
+                    self.injection = false;
+                    Ok(())
+                }
+                "1" => {
+                    self.injection = true;
+                    Ok(())
+                }
+                _ => Err(invalid("expected 0 or 1")),
             };
         }
         if !self.tunables().iter().any(|t| t.name == name) {

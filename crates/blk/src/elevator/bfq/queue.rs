@@ -238,6 +238,8 @@ pub struct Bic {
     pub async_q: Option<QueueId>,
     /// `bic->requests`: requests of the process allocated and not yet freed.
     pub requests: u32,
+    /// The cgroup the queues above belong to (`bic->blkcg_serial_nr`).
+    pub cgroup: crate::types::CgroupId,
 }
 
 /// Per-request scheduler data, indexed by [`RqId::index`].

@@ -191,7 +191,8 @@ impl Bfq {
         bq.soft_rt_next_start.max(by_rate).max(by_idle)
     }
 
-    /// `bfq_handle_burst` (root group only: every queue has the same parent).
+    /// `bfq_handle_burst`: bursts are detected per parent group
+    /// (`burst_parent_entity`).
     pub(super) fn handle_burst(&mut self, q: QueueId) {
         let bq = &self.queues[q];
         if bq.in_burst_list
@@ -201,7 +202,10 @@ impl Bfq {
             return;
         }
         let interval = self.msecs_to_jiffies(180);
-        if self.before_jiffies(self.last_ins_in_burst.wrapping_add(interval)) {
+        let parent = self.wf.group_of(q);
+        if self.before_jiffies(self.last_ins_in_burst.wrapping_add(interval))
+            || parent != self.burst_parent
+        {
             self.large_burst = false;
             // bfq_reset_burst_list
             for b in std::mem::take(&mut self.burst_list) {
@@ -214,6 +218,7 @@ impl Bfq {
             } else {
                 self.burst_size = 0;
             }
+            self.burst_parent = parent;
         } else if self.large_burst {
             self.queues[q].in_large_burst = true;
         } else {
