@@ -738,3 +738,49 @@ fn registered_with_kernel_defaults() {
     assert_eq!(e.get_tunable("low_latency").unwrap(), "1");
     assert_eq!(e.get_tunable("slice_idle").unwrap(), "8");
 }
+
+/// `bfq_update_io_seektime`: a soft real-time raised queue that turns totally seeky
+/// (32 seeky requests in a row) loses soft real-time raising; if the interactive
+/// raising it switched from has not run out, it goes back to that (coefficient 30,
+/// interactive duration), else raising ends. (Found by `kernel-trace compare` on a
+/// recorded 4-job psync trace: ending it outright made BFQ idle where the kernel
+/// served the other queues.)
+#[test]
+fn totally_seeky_soft_rt_queue_falls_back_to_interactive_raising() {
+    for (switched_long_ago, want_coeff) in [(false, 30), (true, 1)] {
+        let mut h = Harness::with_wr(blk::elevator::QueueParams::default());
+        h.advance(Ns::from_ms(10_000));
+        let r = h.submit(Io::read(1, 0, 8));
+        assert_eq!(h.dispatch(), Some(r));
+        h.complete(r);
+        let q = h.b.sync_queue_of(1).unwrap();
+        // Put the queue in soft real-time raising, one seeky request short of
+        // totally seeky.
+        let j = (10_000 * h.hz as u64) / 1000;
+        let rt = 300 * h.hz as u64 / 1000;
+        let bq = &mut h.b.queues[q];
+        bq.wr_cur_max_time = rt;
+        bq.wr_start_at_switch_to_srt = if switched_long_ago {
+            j.wrapping_sub(100_000)
+        } else {
+            j - 10
+        };
+        bq.seek_history = u32::MAX >> 1;
+        h.b.wf.ents[q].wr_coeff = 3000;
+        let r = h.submit(Io::read(1, 50_000_000, 8));
+        let bq = &h.b.queues[q];
+        assert_eq!(bq.seek_history, u32::MAX);
+        assert_eq!(
+            h.b.wf.ents[q].wr_coeff, want_coeff,
+            "switched long ago: {switched_long_ago}"
+        );
+        if want_coeff == 30 {
+            assert_eq!(bq.wr_cur_max_time, h.b.wr_duration());
+            // The interactive period restarts from when soft real-time began.
+            assert_eq!(bq.last_wr_start_finish, j - 10);
+        } else {
+            assert_eq!(bq.wr_cur_max_time, 0);
+        }
+        assert_eq!(h.dispatch(), Some(r));
+    }
+}

@@ -58,10 +58,14 @@
 //! - peak-rate estimation: `bfq_max_budget` stays at its initial 16384 sectors unless
 //!   `max_budget`/`timeout_sync` is written (then the formula of the initial estimate
 //!   is used), and [`Bfq::wr_duration`] keeps its initial-estimate value;
-//! - `limit_depth` (async/sync-write shallow depths), `force_dispatch`.
+//! - `limit_depth` (async/sync-write shallow depths).
+//!
+//! `force_dispatch` ([`force`]) lets `kernel-trace compare` follow the kernel's
+//! choices; the agreement on recorded traces is in `docs/validation.md` §5.
 
 pub mod budget;
 pub mod cgroup;
+pub mod force;
 pub mod idle;
 pub mod inject;
 pub mod merge;
@@ -568,12 +572,20 @@ impl Bfq {
         let seeky = self.rq_seeky(self.queues[q].last_request_pos, r.sector.0, r.nr_sectors);
         let bq = &mut self.queues[q];
         bq.seek_history = (bq.seek_history << 1) | u32::from(seeky);
-        // BFQQ_TOTALLY_SEEKY ends soft real-time raising.
+        // A totally seeky queue is not soft real-time: its soft real-time raising
+        // stops, falling back to interactive raising if the interactive period
+        // that preceded it has not elapsed yet.
         if self.wf.ents[q].wr_coeff > 1
             && self.queues[q].wr_cur_max_time == self.wr_rt_max_time()
             && self.queues[q].seek_history == u32::MAX
         {
-            self.bfqq_end_wr(q);
+            let switched = self.queues[q].wr_start_at_switch_to_srt;
+            if self.before_jiffies(switched.wrapping_add(self.wr_duration())) {
+                self.bfqq_end_wr(q);
+            } else {
+                self.switch_back_to_interactive_wr(q);
+                self.wf.ents[q].prio_changed = true;
+            }
         }
     }
 
@@ -1314,6 +1326,10 @@ impl Elevator for Bfq {
 
     fn has_work(&self, _ctx: &ElvCtx) -> bool {
         !self.dispatch.is_empty() || self.queued > 0
+    }
+
+    fn force_dispatch(&mut self, ctx: &mut ElvCtx, rq: RqId) -> bool {
+        self.force_dispatch_rq(ctx, rq)
     }
 
     fn completed_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId, _now: Ns) {

@@ -934,6 +934,22 @@ impl Wf2q {
         Some(q)
     }
 
+    /// Replay support: make `q` (and its ancestor groups) the `next_in_service` of
+    /// every level of its path, so that the next [`Wf2q::get_next_entity`] selects
+    /// it, as the kernel's own selection did. `q` must be active (busy).
+    pub fn force_next_in_service(&mut self, q: QueueEntity) {
+        let mut id = EntityId::Queue(q);
+        loop {
+            let g = self.e(id).sched_data;
+            self.update_parent_budget(g, id);
+            self.groups[g].sd.next_in_service = Some(id);
+            match self.parent(id) {
+                Some(p) => id = p,
+                None => break,
+            }
+        }
+    }
+
     /// `__bfq_bfqd_reset_in_service` (the scheduling part): clear
     /// `in_service_entity` on every level of `q`'s path.
     pub fn reset_in_service(&mut self, q: Option<QueueEntity>) {

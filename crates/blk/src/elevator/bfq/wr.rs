@@ -56,7 +56,7 @@ impl Bfq {
     }
 
     /// `switch_back_to_interactive_wr`.
-    fn switch_back_to_interactive_wr(&mut self, q: QueueId) {
+    pub(super) fn switch_back_to_interactive_wr(&mut self, q: QueueId) {
         self.set_wr_coeff(q, BFQ_WR_COEFF);
         let d = self.wr_duration();
         let bq = &mut self.queues[q];

@@ -1,0 +1,90 @@
+//! Replay support for `iosched kernel-trace compare`: continue from the kernel's
+//! dispatch after a disagreement ([`Bfq::force_dispatch_rq`]).
+//!
+//! The trace shows which request the kernel issued, not why, so each case follows the
+//! path of `__bfq_dispatch_request` that can produce that request from our state:
+//!
+//! - the request sits in `bfqd->dispatch` (an at-head insert): it leaves that list;
+//! - it belongs to the in-service queue: `bfq_dispatch_rq_from_bfqq` on that queue,
+//!   with the request as the queue's `next_rq` (the kernel's head-request choice may
+//!   have differed from ours);
+//! - the in-service queue is plugged (waiting for its next request, or idling while
+//!   its I/O is in flight): the request was **injected** (`bfq_select_queue`'s
+//!   injection branch) and service stays where it is;
+//! - otherwise the kernel ended the in-service queue's slot and selected the
+//!   request's queue: the slot ends (`bfq_bfqq_expire`, with the reason our state
+//!   gives: no requests left, budget timeout, else budget exhausted), the queue's
+//!   path is made `next_in_service` at every level and `bfq_set_in_service_queue`
+//!   selects it.
+
+use super::{Bfq, Expiration};
+use crate::elevator::ElvCtx;
+use crate::request::RqId;
+
+impl Bfq {
+    /// Take `rq` out as the kernel's dispatch of it would (see the module docs).
+    /// Returns false, changing nothing, if `rq` is not queued here.
+    pub fn force_dispatch_rq(&mut self, ctx: &mut ElvCtx, rq: RqId) -> bool {
+        self.set_clock(ctx);
+        let Some(d) = self.rqd.get(rq.index()).copied() else {
+            return false;
+        };
+        if d.started {
+            return false;
+        }
+        if d.in_dispatch_list {
+            let Some(pos) = self.dispatch.iter().position(|&r| r == rq) else {
+                return false;
+            };
+            self.dispatch.remove(pos);
+            let d = self.rqd_mut(rq);
+            d.in_dispatch_list = false;
+            d.started = true;
+            if let Some(q) = d.bfqq {
+                self.queues[q].dispatched += 1;
+            }
+            self.tot_rq_in_driver += 1;
+            self.update_dispatch_size_info(ctx.rqs.get(rq).nr_sectors as u64 * 512);
+            return true;
+        }
+        let Some(q) = d.bfqq.filter(|_| d.in_sort) else {
+            return false;
+        };
+        match self.in_service_queue {
+            Some(s) if s == q => {}
+            Some(s) if self.plugged(s) => self.injected += 1,
+            s => {
+                if let Some(s) = s {
+                    let reason = if self.queues[s].next_rq.is_none() {
+                        Expiration::NoMoreRequests
+                    } else if self.budget_timed_out(s) {
+                        Expiration::BudgetTimeout
+                    } else {
+                        Expiration::BudgetExhausted
+                    };
+                    self.bfqq_expire(ctx, s, false, reason);
+                }
+                self.wf.force_next_in_service(q);
+                if self.set_in_service_queue() != Some(q) {
+                    // Cannot happen for a busy queue; fall back to an injection so
+                    // the request still leaves.
+                    self.injected += 1;
+                }
+            }
+        }
+        self.queues[q].next_rq = Some(rq);
+        let got = self.dispatch_rq_from_bfqq(ctx, q);
+        debug_assert_eq!(got, rq);
+        self.rqd_mut(rq).started = true;
+        self.tot_rq_in_driver += 1;
+        self.update_dispatch_size_info(ctx.rqs.get(rq).nr_sectors as u64 * 512);
+        true
+    }
+
+    /// The in-service queue `s` keeps the device although it has nothing to
+    /// dispatch: the plugged branch of `bfq_select_queue`.
+    fn plugged(&self, s: super::QueueId) -> bool {
+        let bq = &self.queues[s];
+        bq.next_rq.is_none() && (bq.wait_request || (bq.dispatched != 0 && self.better_to_idle(s)))
+    }
+}
