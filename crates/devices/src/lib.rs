@@ -11,7 +11,7 @@
 //! flash SSDs, see also [`nvme`]) and [`raid0::Raid0`] (a caching RAID-0 controller
 //! over members of any model). Profiles (named, documented parameter sets) are data
 //! files under `profiles/`, embedded in the binary and listed by [`profiles`]; users
-//! load their own with [`load_profile_file`] (format and validation: [`profile`]).
+//! load their own with [`load_profile_file`] (format and validation: [`profile`](mod@profile)).
 //!
 //! Every model is deterministic: time comes from the caller, and the little
 //! randomness there is (a disk's spindle phase) comes from a seed in the profile.

@@ -6,7 +6,7 @@
 //! - [`job`] and [`offsets`] model what one job clone submits;
 //! - [`engine`] is the event queue, [`simulate`] wires jobs, queue and device together;
 //! - [`stats`] collects fio's statistics, [`report`] prints them as fio does;
-//! - [`bench`] holds the built-in throughput benchmarks.
+//! - [`bench`](mod@bench) holds the built-in throughput benchmarks.
 
 pub mod bench;
 pub mod engine;

@@ -1,5 +1,5 @@
 //! DiskSim drives: the parameter-file parser ([`params`]), the importer to an
-//! `hdd-table` profile ([`import`]), the table-driven disk model ([`model`]), the
+//! `hdd-table` profile ([`import`](mod@import)), the table-driven disk model ([`model`]), the
 //! validation-trace reader and replay ([`trace`]) and DiskSim's demerit figure
 //! ([`demerit`]). See `docs/devices.md`, "DiskSim validation drives".
 

@@ -945,7 +945,7 @@ impl Elevator for Kyber {
         None
     }
 
-    /// Replay support: see [`Kyber::force_dispatch_rq`] for what is sound when the
+    /// Replay support: see `Kyber::force_dispatch_rq` for what is sound when the
     /// request is still on a kcq list vs already flushed.
     fn force_dispatch(&mut self, ctx: &mut ElvCtx, rq: RqId) -> bool {
         self.force_dispatch_rq(ctx, rq)
