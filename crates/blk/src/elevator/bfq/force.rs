@@ -37,14 +37,7 @@ impl Bfq {
                 return false;
             };
             self.dispatch.remove(pos);
-            let d = self.rqd_mut(rq);
-            d.in_dispatch_list = false;
-            d.started = true;
-            if let Some(q) = d.bfqq {
-                self.queues[q].dispatched += 1;
-            }
-            self.tot_rq_in_driver += 1;
-            self.update_dispatch_size_info(ctx.rqs.get(rq).nr_sectors as u64 * 512);
+            self.start_from_dispatch_list(ctx, rq);
             return true;
         }
         let Some(q) = d.bfqq.filter(|_| d.in_sort) else {
@@ -75,9 +68,7 @@ impl Bfq {
         self.queues[q].next_rq = Some(rq);
         let got = self.dispatch_rq_from_bfqq(ctx, q);
         debug_assert_eq!(got, rq);
-        self.rqd_mut(rq).started = true;
-        self.tot_rq_in_driver += 1;
-        self.update_dispatch_size_info(ctx.rqs.get(rq).nr_sectors as u64 * 512);
+        self.start_from_queue(ctx, rq);
         true
     }
 

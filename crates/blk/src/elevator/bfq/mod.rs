@@ -1073,17 +1073,30 @@ impl Bfq {
         }
     }
 
+    /// `__bfq_dispatch_request`'s first branch for `rq`, just taken off
+    /// `bfqd->dispatch`: it goes to the driver, counted against its queue if any.
+    pub(super) fn start_from_dispatch_list(&mut self, ctx: &ElvCtx, rq: RqId) {
+        let d = self.rqd_mut(rq);
+        d.in_dispatch_list = false;
+        d.started = true;
+        if let Some(q) = d.bfqq {
+            self.queues[q].dispatched += 1;
+        }
+        self.tot_rq_in_driver += 1;
+        self.update_dispatch_size_info(ctx.rqs.get(rq).nr_sectors as u64 * 512);
+    }
+
+    /// The end of `__bfq_dispatch_request` for `rq`, dispatched from a queue.
+    pub(super) fn start_from_queue(&mut self, ctx: &ElvCtx, rq: RqId) {
+        self.rqd_mut(rq).started = true;
+        self.tot_rq_in_driver += 1;
+        self.update_dispatch_size_info(ctx.rqs.get(rq).nr_sectors as u64 * 512);
+    }
+
     /// `__bfq_dispatch_request`.
     fn dispatch_one(&mut self, ctx: &mut ElvCtx) -> Option<RqId> {
         if let Some(rq) = self.dispatch.pop_front() {
-            let d = self.rqd_mut(rq);
-            d.in_dispatch_list = false;
-            d.started = true;
-            if let Some(q) = d.bfqq {
-                self.queues[q].dispatched += 1;
-            }
-            self.tot_rq_in_driver += 1;
-            self.update_dispatch_size_info(ctx.rqs.get(rq).nr_sectors as u64 * 512);
+            self.start_from_dispatch_list(ctx, rq);
             return Some(rq);
         }
         if self.tot_busy_queues() == 0 {
@@ -1097,9 +1110,7 @@ impl Bfq {
             self.injected += 1;
         }
         let rq = self.dispatch_rq_from_bfqq(ctx, q);
-        self.rqd_mut(rq).started = true;
-        self.tot_rq_in_driver += 1;
-        self.update_dispatch_size_info(ctx.rqs.get(rq).nr_sectors as u64 * 512);
+        self.start_from_queue(ctx, rq);
         Some(rq)
     }
 
