@@ -81,6 +81,7 @@ pub struct JobConfig {
 struct IoUnit {
     submit: Ns,
     issue: Ns,
+    offset: u64,
     bytes: u32,
     dir: u8,
     sync: bool,
@@ -147,6 +148,8 @@ pub struct IoDone {
     pub submit: Ns,
     /// When it entered the block layer (the end of its submission).
     pub issue: Ns,
+    /// Where, bytes from the start of the device.
+    pub offset: u64,
 }
 
 impl Job {
@@ -269,6 +272,7 @@ impl Job {
         self.units[unit as usize] = IoUnit {
             submit: now,
             issue: now,
+            offset: 0,
             bytes: 0,
             dir: 1,
             sync: true,
@@ -348,6 +352,7 @@ impl Job {
         self.units[unit as usize] = IoUnit {
             submit: Ns(now.0.saturating_sub(self.cfg.submit_cost_ns)),
             issue: now,
+            offset: byte,
             bytes: bytes as u32,
             dir: dir as u8,
             sync: false,
@@ -378,6 +383,18 @@ impl Job {
         })
     }
 
+    /// The I/O in flight in `unit` (as [`Job::complete`] will report it).
+    pub fn in_flight(&self, unit: u32) -> IoDone {
+        let u = self.units[unit as usize];
+        IoDone {
+            dir: if u.dir == 0 { Dir::Read } else { Dir::Write },
+            bytes: u.bytes as u64,
+            submit: u.submit,
+            issue: u.issue,
+            offset: u.offset,
+        }
+    }
+
     /// An I/O unit completed; `None` for an fsync (fio reports those apart, and
     /// iosched does not report them).
     pub fn complete(&mut self, unit: u32, now: Ns) -> Option<IoDone> {
@@ -390,11 +407,6 @@ impl Job {
         }
         self.free_units.push(unit);
         self.unreaped += 1;
-        Some(IoDone {
-            dir: if u.dir == 0 { Dir::Read } else { Dir::Write },
-            bytes: u.bytes as u64,
-            submit: u.submit,
-            issue: u.issue,
-        })
+        Some(self.in_flight(unit))
     }
 }

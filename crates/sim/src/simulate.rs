@@ -18,6 +18,9 @@ pub trait IoObserver {
     /// Clone `job` submitted an I/O in direction `dir` with `depth` I/Os in flight
     /// including it.
     fn io_submitted(&mut self, _job: usize, _dir: blk::Dir, _depth: u32) {}
+    /// The I/O just submitted by clone `job` (after [`IoObserver::io_submitted`]):
+    /// where it goes and when it was issued.
+    fn io_issued(&mut self, _job: usize, _io: IoDone) {}
     /// Called now and then (every few thousand events) with the virtual time, so a
     /// front end can show progress.
     fn progress(&mut self, _now: Ns) {}
@@ -408,6 +411,7 @@ impl Simulation {
                 };
                 budget -= 1;
                 obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                obs.io_issued(j, self.jobs[j].in_flight(split_owner(bio.owner).1));
                 let dev: &mut dyn Driver = self.device.as_mut();
                 self.queue.submit_bio_direct(now, bio, dev);
             }
@@ -422,6 +426,7 @@ impl Simulation {
                     break;
                 };
                 obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                obs.io_issued(j, self.jobs[j].in_flight(split_owner(bio.owner).1));
                 batch_buf.push(bio);
             }
             if batch_buf.is_empty() {

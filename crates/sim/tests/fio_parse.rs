@@ -371,7 +371,7 @@ fn env_expansion() {
 #[test]
 fn ignored_options_are_listed_once_in_order() {
     let input = job("[global]\ndirect=1\nlockmem=1g\ndescription=hello world\n\
-         [a]\ninvalidate=1\nlockmem=2g\nwrite_bw_log\nrate=0\nloops=1\n\
+         [a]\ninvalidate=1\nlockmem=2g\nwrite_iolog=x\nrate=0\nloops=1\n\
          [b]\ngtod_reduce=1\ndescription=x\n")
     .unwrap();
     assert_eq!(
@@ -380,7 +380,7 @@ fn ignored_options_are_listed_once_in_order() {
             "lockmem",
             "description",
             "invalidate",
-            "write_bw_log",
+            "write_iolog",
             "rate",
             "loops",
             "gtod_reduce"

@@ -141,7 +141,9 @@ pub fn run(args: Args) -> Result<()> {
             }
             label.push(format!("{k}={v}"));
         }
-        let opts = run_options(&sa)?;
+        let mut opts = run_options(&sa)?;
+        // Every variant would write the same log files: compare writes none.
+        opts.write_logs = false;
         sim::runner::plan(&input, &opts)?;
         runs.push((label.join(" "), opts));
     }

@@ -45,11 +45,13 @@
 //!
 //! 1. **Modeled** options are parsed and validated into [`JobSpec`] fields.
 //! 2. **Ignored** options are accepted because they cannot change the
-//!    simulated I/O (e.g. `lockmem`, `thread`, `description`, log-file
-//!    options, latency-statistics switches). Their names are collected,
-//!    deduplicated in first-seen order, in [`FioInput::ignored`]. Log-file
-//!    options (`write_bw_log`, ...) are in this class: no log files are
-//!    written.
+//!    simulated I/O (e.g. `lockmem`, `thread`, `description`,
+//!    latency-statistics switches). Their names are collected, deduplicated
+//!    in first-seen order, in [`FioInput::ignored`]. The latency, bandwidth
+//!    and IOPS logs (`write_lat_log`, `write_bw_log`, `write_iops_log` and
+//!    their `log_*` settings) are modeled and written (see [`crate::iolog`]);
+//!    `write_iolog` and `write_hist_log` are accepted and ignored: those
+//!    files are not written.
 //! 3. **Not modeled yet** options would change the I/O (`rate`, `verify`,
 //!    `verify`, `thinktime`, `bssplit`, ...) and are rejected with
 //!    `option 'rate' is not modeled yet`, except when given the value that
@@ -373,10 +375,69 @@ pub struct JobSpec {
     pub kb_base: u32,
     /// `percentile_list`, when given (values in 0..=100).
     pub percentile_list: Option<Vec<f64>>,
+    /// The latency, bandwidth and IOPS logs the job writes.
+    pub logs: LogOptions,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.
     pub options: Vec<(String, String)>,
+}
+
+/// The logs a job asks for (`write_lat_log`, `write_bw_log`, `write_iops_log`)
+/// and how they are kept; see [`crate::iolog`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogOptions {
+    /// File-name prefix of the `lat`, `clat` and `slat` logs (`write_lat_log`;
+    /// the job name when given without a value).
+    pub lat_prefix: Option<String>,
+    /// Prefix of the `bw` log (`write_bw_log`).
+    pub bw_prefix: Option<String>,
+    /// Prefix of the `iops` log (`write_iops_log`).
+    pub iops_prefix: Option<String>,
+    /// `log_avg_msec` (0: one sample per I/O).
+    pub avg_msec: u64,
+    /// `log_max_value` / `log_window_value`.
+    pub window_value: crate::iolog::WindowValue,
+    /// `log_offset`.
+    pub offset: bool,
+    /// `log_prio`.
+    pub prio: bool,
+    /// `log_issue_time` (requires `write_lat_log` and `log_offset`).
+    pub issue_time: bool,
+    /// `per_job_logs` (default true): one file per clone, numbered.
+    pub per_job: bool,
+    /// `disable_lat`: no `lat` log.
+    pub disable_lat: bool,
+    /// `disable_clat`: no `clat` log.
+    pub disable_clat: bool,
+    /// `disable_slat`: no `slat` log.
+    pub disable_slat: bool,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        LogOptions {
+            lat_prefix: None,
+            bw_prefix: None,
+            iops_prefix: None,
+            avg_msec: 0,
+            window_value: crate::iolog::WindowValue::Avg,
+            offset: false,
+            prio: false,
+            issue_time: false,
+            per_job: true,
+            disable_lat: false,
+            disable_clat: false,
+            disable_slat: false,
+        }
+    }
+}
+
+impl LogOptions {
+    /// Whether the job writes any log.
+    pub fn any(&self) -> bool {
+        self.lat_prefix.is_some() || self.bw_prefix.is_some() || self.iops_prefix.is_some()
+    }
 }
 
 #[cfg(test)]

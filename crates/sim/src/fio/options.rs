@@ -10,7 +10,8 @@ use super::number::{
     parse_abs_bytes, parse_bool, parse_bytes, parse_int, parse_plain_uint,
     parse_time_seconds_default, ByteValue,
 };
-use super::{BlockSizes, IoEngine, JobSpec, RwMode, SizeSpec, SourceLocation};
+use super::{BlockSizes, IoEngine, JobSpec, LogOptions, RwMode, SizeSpec, SourceLocation};
+use crate::iolog::WindowValue;
 
 /// How an option takes its argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +144,20 @@ static OPTIONS: &[OptDef] = &[
         ..m("kb_base", NONE, R)
     },
     m("percentile_list", NONE, R),
+    m("write_bw_log", NONE, Optional),
+    m("write_lat_log", NONE, Optional),
+    m("write_iops_log", NONE, Optional),
+    m("log_avg_msec", NONE, R),
+    m("log_window_value", &["log_max_value"], R),
+    m("log_offset", NONE, R),
+    m("log_prio", NONE, R),
+    m("log_issue_time", NONE, R),
+    m("per_job_logs", NONE, R),
+    // Honoured for the logs (no such log is written), listed as ignored: the
+    // report keeps every latency.
+    m("disable_lat", NONE, R),
+    m("disable_clat", NONE, R),
+    m("disable_slat", NONE, R),
     // ---- Ignored: cannot change the simulated I/O ----
     ig("description", NONE, R, Any),
     ig("lockmem", NONE, R, Int),
@@ -212,9 +227,6 @@ static OPTIONS: &[OptDef] = &[
     ig("gtod_reduce", NONE, R, Bool),
     ig("gtod_cpu", NONE, R, Int),
     ig("job_start_clock_id", NONE, R, Int),
-    ig("disable_lat", NONE, R, Bool),
-    ig("disable_clat", NONE, R, Bool),
-    ig("disable_slat", NONE, R, Bool),
     ig("disable_bw_measurement", &["disable_bw"], R, Bool),
     ig("clat_percentiles", NONE, R, Bool),
     ig("lat_percentiles", NONE, R, Bool),
@@ -222,33 +234,19 @@ static OPTIONS: &[OptDef] = &[
     ig("stats", NONE, R, Bool),
     ig("disk_util", NONE, R, Bool),
     ig("cgroup_nodelete", NONE, R, Bool),
-    ig("per_job_logs", NONE, R, Bool),
-    ig("write_bw_log", NONE, Optional, Any),
-    ig("write_lat_log", NONE, Optional, Any),
-    ig("write_iops_log", NONE, Optional, Any),
     ig("write_hist_log", NONE, Optional, Any),
     ig("write_iolog", NONE, R, Any),
     ig("log_entries", NONE, R, Int),
-    ig("log_avg_msec", NONE, R, Int),
     ig("log_hist_msec", NONE, R, Int),
     ig("log_hist_coarseness", NONE, R, Int),
-    ig(
-        "log_window_value",
-        &["log_max_value"],
-        R,
-        Check::Choice(&["avg", "max", "both", "0", "1"]),
-    ),
-    ig("log_offset", NONE, R, Bool),
-    ig("log_prio", NONE, R, Bool),
-    ig("log_issue_time", NONE, R, Bool),
     ig("log_compression", NONE, R, Int),
     ig("log_compression_cpus", NONE, R, Any),
-    ig("log_store_compressed", NONE, R, Bool),
-    ig("log_alternate_epoch", &["log_unix_epoch"], R, Bool),
     ig("log_alternate_epoch_clock_id", NONE, R, Int),
     ig("numa_cpu_nodes", NONE, R, Any),
     ig("numa_mem_policy", NONE, R, Any),
-    // ---- Not modeled yet: would change the I/O ----
+    // ---- Not modeled yet: would change the I/O (or a log's contents) ----
+    nm("log_store_compressed", NONE, R, ZERO),
+    nm("log_alternate_epoch", &["log_unix_epoch"], R, ZERO),
     nm("wait_for", NONE, R, NONE),
     nm("filetype", NONE, R, &["none"]),
     nm("directory", NONE, R, NONE),
@@ -492,6 +490,7 @@ pub(crate) struct JobState {
     sync: bool,
     pub kb_base: u32,
     percentile_list: Option<Vec<f64>>,
+    logs: LogOptions,
 }
 
 impl Default for JobState {
@@ -535,6 +534,7 @@ impl Default for JobState {
             sync: false,
             kb_base: 1024,
             percentile_list: None,
+            logs: LogOptions::default(),
         }
     }
 }
@@ -577,7 +577,10 @@ impl JobState {
             Class::Modeled => {
                 self.set(def, value)?;
                 Ok(Applied {
-                    ignored: def.name == "thread",
+                    ignored: matches!(
+                        def.name,
+                        "thread" | "disable_lat" | "disable_clat" | "disable_slat"
+                    ),
                 })
             }
         }
@@ -619,6 +622,15 @@ impl JobState {
             "norandommap" => self.norandommap = flag_value(value)?,
             "stonewall" => self.stonewall = flag_value(value)?,
             "thread" => self.thread = flag_value(value)?,
+            // fio's make_log_name: no value (or an empty one) means the job name.
+            "write_bw_log" | "write_lat_log" | "write_iops_log" => {
+                let prefix = Some(value.unwrap_or("").trim().to_string());
+                match def.name {
+                    "write_bw_log" => self.logs.bw_prefix = prefix,
+                    "write_lat_log" => self.logs.lat_prefix = prefix,
+                    _ => self.logs.iops_prefix = prefix,
+                }
+            }
             _ => {
                 let v = required(def, value)?;
                 self.set_valued(def.name, v, kb)?;
@@ -732,6 +744,26 @@ impl JobState {
                 }
             }
             "percentile_list" => self.percentile_list = Some(parse_percentiles(v)?),
+            "log_avg_msec" => self.logs.avg_msec = int(0, U32_MAX)?,
+            "log_window_value" => {
+                self.logs.window_value = match v {
+                    "avg" | "0" => WindowValue::Avg,
+                    "max" | "1" => WindowValue::Max,
+                    "both" => WindowValue::Both,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for log_max_value (valid: avg, max, both, 0, 1)"
+                        ))
+                    }
+                }
+            }
+            "log_offset" => self.logs.offset = parse_bool(v)?,
+            "log_prio" => self.logs.prio = parse_bool(v)?,
+            "log_issue_time" => self.logs.issue_time = parse_bool(v)?,
+            "per_job_logs" => self.logs.per_job = parse_bool(v)?,
+            "disable_lat" => self.logs.disable_lat = parse_bool(v)?,
+            "disable_clat" => self.logs.disable_clat = parse_bool(v)?,
+            "disable_slat" => self.logs.disable_slat = parse_bool(v)?,
             other => return Err(format!("internal error: unhandled option '{other}'")),
         }
         Ok(())
@@ -788,6 +820,25 @@ impl JobState {
         let complete_max = self
             .iodepth_batch_complete_max
             .max(self.iodepth_batch_complete_min);
+        let mut logs = self.logs.clone();
+        if logs.issue_time && (logs.lat_prefix.is_none() || !logs.offset) {
+            return Err(format!(
+                "job '{name}': log_issue_time requires write_lat_log and log_offset"
+            ));
+        }
+        // fio's make_log_name: an empty prefix is the job name.
+        for p in [
+            &mut logs.lat_prefix,
+            &mut logs.bw_prefix,
+            &mut logs.iops_prefix,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if p.is_empty() {
+                *p = name.clone();
+            }
+        }
         Ok(JobSpec {
             name,
             source,
@@ -828,6 +879,7 @@ impl JobState {
             sync: self.sync,
             kb_base: self.kb_base,
             percentile_list: self.percentile_list.clone(),
+            logs,
             options,
         })
     }

@@ -129,7 +129,11 @@ fn variant_switch() {
     assert_eq!(d.variant(), Variant::HeadRequest);
     assert_eq!(get(&d, "variant"), "head-request");
     let e = d.set_tunable("variant", "bogus").unwrap_err();
-    assert!(e.to_string().contains("mainline, head-request, per-cpu-stats"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("mainline, head-request, per-cpu-stats"),
+        "{e}"
+    );
     assert_eq!(d.variant(), Variant::HeadRequest);
     d.set_tunable("variant", "mainline").unwrap();
     assert_eq!(d.variant(), Variant::Mainline);
