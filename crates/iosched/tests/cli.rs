@@ -429,3 +429,59 @@ fn flushes_are_reported_beside_fio_disk_stats() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["iosched"]["flush_ios"], 0);
 }
+
+#[test]
+fn fio_logs_are_written_beside_the_report() {
+    let dir = std::env::temp_dir().join(format!("iosched-cli-logs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let prefix = dir.join("r").to_string_lossy().into_owned();
+    let lat = format!("--write_lat_log={prefix}");
+    let bw = format!("--write_bw_log={prefix}");
+    let o = iosched(&[
+        "fio",
+        "--name=r",
+        "--ioengine=libaio",
+        "--iodepth=4",
+        "--direct=1",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=256k",
+        &lat,
+        &bw,
+        "--log_offset=1",
+        "--output-format=json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = v["jobs"][0]["read"]["clat_ns"]["N"].as_u64().unwrap();
+    assert_eq!(n, 64);
+    let mean = v["jobs"][0]["read"]["clat_ns"]["mean"].as_f64().unwrap();
+    let clat = std::fs::read_to_string(format!("{prefix}_clat.1.log")).unwrap();
+    let values: Vec<f64> = clat
+        .lines()
+        .map(|l| l.split(", ").nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(values.len() as u64, n);
+    assert!((values.iter().sum::<f64>() / n as f64 - mean).abs() < 1e-6 * mean);
+    for kind in ["lat", "slat", "bw"] {
+        let t = std::fs::read_to_string(format!("{prefix}_{kind}.1.log")).unwrap();
+        assert_eq!(t.lines().count(), 64, "{kind}");
+        assert!(t.lines().all(|l| l.split(", ").count() == 6), "{kind}");
+    }
+    // A log that cannot be created stops the run: exit 2, no report, no file.
+    let f = job_file(
+        "badlog.fio",
+        &format!("{SMALL}write_lat_log={prefix}-ok\nwrite_iops_log={prefix}/no/such\n"),
+    );
+    let o = iosched(&["run", &f]);
+    assert_bad(&o, &["no/such_iops.1.log"]);
+    assert!(!std::path::Path::new(&format!("{prefix}-ok_lat.1.log")).exists());
+    // Bad log settings name the file and line.
+    let f = job_file("badlog2.fio", &format!("{SMALL}log_max_value=median\n"));
+    assert_bad(
+        &iosched(&["run", &f]),
+        &["badlog2.fio:10:", "log_max_value"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
