@@ -164,6 +164,7 @@ fn seed2_flush_at_head_merges_more_flushes() {
         end_fsync: false,
         fua_writes: false,
         submit_cost_ns: 1500,
+        thinktime: None,
     };
     let flushes = |fi: FlushInsert| {
         let cfg = SimConfig {

@@ -127,6 +127,7 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             end_fsync: false,
             fua_writes: false,
             submit_cost_ns: 0,
+            thinktime: None,
         })
         .collect();
     let dev = devices::profile(w.device)

@@ -9,7 +9,7 @@ use blk::{Bio, CgroupId, Dir, IoPrio, Ns, Op, ReqFlags, Sector};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-pub use crate::fio::RwMode;
+pub use crate::fio::{RwMode, ThinkTime};
 
 /// One job clone, fully resolved.
 #[derive(Clone, Debug)]
@@ -74,6 +74,8 @@ pub struct JobConfig {
     /// this long after the thread starts on them, one after another, and fio reports
     /// it as submission latency. 0 = submissions cost nothing.
     pub submit_cost_ns: u64,
+    /// fio's `thinktime` family, if the job thinks.
+    pub thinktime: Option<ThinkTime>,
 }
 
 /// One I/O in flight.
@@ -125,6 +127,20 @@ pub struct Job {
     /// Completed I/O units the thread has not reaped yet: free in the kernel,
     /// not yet back on fio's free list.
     unreaped: u32,
+    /// I/Os reaped (fio's `io_blocks`).
+    reaped_ios: u64,
+    /// The thinktime check of the last submission waits for the next reap (the
+    /// submission filled the queue, so fio's loop iteration ends in a reap).
+    think_check_pending: bool,
+    /// A thinktime stall is due: no more submissions; it starts once nothing is
+    /// in flight (fio's `io_u_quiesce`).
+    stall_pending: bool,
+    /// The thread is in its thinktime stall.
+    pub thinking: bool,
+    /// The block count at the last stall (fio's `last_thinktime_blocks`).
+    last_think_blocks: u64,
+    /// When the last stall ended (fio's `last_thinktime`).
+    last_think_at: Ns,
 }
 
 /// Owner token of a bio: job index and I/O unit.
@@ -181,6 +197,12 @@ impl Job {
             reap_min: 1,
             reap_max: 1,
             unreaped: 0,
+            reaped_ios: 0,
+            think_check_pending: false,
+            stall_pending: false,
+            thinking: false,
+            last_think_blocks: 0,
+            last_think_at: Ns::ZERO,
             cfg,
             start: Ns::ZERO,
             started: false,
@@ -202,6 +224,74 @@ impl Job {
             && self.reaped_free() > 0
             && !self.sync_inflight
             && !self.sync_due()
+            && !self.stalled()
+    }
+
+    /// Stalled by thinktime: waiting for its I/O to drain, or thinking.
+    pub fn stalled(&self) -> bool {
+        self.stall_pending || self.thinking
+    }
+
+    /// The job started at `now` (thinktime's I/O time counts from here).
+    pub fn start_at(&mut self, now: Ns) {
+        self.started = true;
+        self.start = now;
+        self.end = now;
+        self.last_think_at = now;
+    }
+
+    /// fio's `handle_thinktime` check at the end of one loop iteration: stall
+    /// once `thinktime_blocks` more I/Os have been issued or completed (as
+    /// `thinktime_blocks_type` says) or `thinktime_iotime` has passed.
+    fn think_check(&mut self, now: Ns) {
+        let Some(t) = self.cfg.thinktime else {
+            return;
+        };
+        let mut stall = false;
+        if t.iotime_us > 0 {
+            if now.0.saturating_sub(self.last_think_at.0) >= t.iotime_us * 1_000 {
+                stall = true;
+            } else if !t.blocks_set {
+                return;
+            }
+        }
+        let b = if t.by_issue {
+            self.issued_ios
+        } else {
+            self.reaped_ios
+        };
+        if b >= self.last_think_blocks + t.blocks {
+            stall = true;
+        }
+        if stall {
+            self.stall_pending = true;
+            self.last_think_blocks = b;
+        }
+    }
+
+    /// The thinktime stall may start now (nothing in flight, thread idle): how
+    /// long it lasts, ns (`thinktime`, of which `thinktime_spin` busy on the
+    /// CPU, which the simulator does not tell apart), cut short at `limit` (the
+    /// end of the job's runtime, as fio does). `None` when no stall is due.
+    pub fn start_think(&mut self, now: Ns, limit: Option<Ns>) -> Option<u64> {
+        if !self.stall_pending || self.inflight > 0 || self.cpu_pending {
+            return None;
+        }
+        let t = self.cfg.thinktime?;
+        self.stall_pending = false;
+        self.thinking = true;
+        let mut dur = t.think_us.max(t.spin_us) * 1_000;
+        if let Some(l) = limit {
+            dur = dur.min(l.0.saturating_sub(now.0));
+        }
+        Some(dur)
+    }
+
+    /// The thinktime stall is over.
+    pub fn end_think(&mut self, now: Ns) {
+        self.thinking = false;
+        self.last_think_at = now;
+        self.end = self.end.max(now);
     }
 
     /// Free I/O units the thread holds (reaped; fio's `io_u_freelist`).
@@ -224,7 +314,7 @@ impl Job {
     /// at `cur_depth` and raises it to `min_evts`). `wait_for_completions` loops
     /// while `cur_depth > iodepth_low`, which (fio's default `iodepth_low` =
     /// `iodepth`) ends after the first call. Returns the completions reaped.
-    pub fn reap(&mut self) -> u32 {
+    pub fn reap(&mut self, now: Ns) -> u32 {
         if self.unreaped == 0 || self.reaped_free() > 0 {
             return 0;
         }
@@ -238,6 +328,11 @@ impl Job {
         let max_evts = self.reap_max.min(cur_depth).max(min_evts);
         let r = self.unreaped.min(max_evts);
         self.unreaped -= r;
+        self.reaped_ios += r as u64;
+        if self.think_check_pending {
+            self.think_check_pending = false;
+            self.think_check(now);
+        }
         r
     }
 
@@ -246,6 +341,7 @@ impl Job {
         let n = self.cfg.fsync_blocks as u64;
         n > 0
             && !self.sync_inflight
+            && !self.stalled()
             && self.writes_issued > 0
             && self.writes_issued.is_multiple_of(n)
             && self.synced_at != self.writes_issued
@@ -257,6 +353,7 @@ impl Job {
             && self.started
             && self.stopping
             && self.inflight == 0
+            && !self.stalled()
             && !self.end_sync_issued
     }
 
@@ -361,6 +458,16 @@ impl Job {
         self.writes_issued += (dir == Dir::Write) as u64;
         self.issued_bytes += bytes;
         self.issued_ios += 1;
+        if self.cfg.thinktime.is_some() {
+            // fio checks for thinktime at the end of each loop iteration, which
+            // ends in a reap when this submission filled the queue (always, for
+            // a synchronous engine: its I/O completes within the iteration).
+            if self.reaped_free() == 0 {
+                self.think_check_pending = true;
+            } else {
+                self.think_check(now);
+            }
+        }
         let (op, flags) = match dir {
             Dir::Read => (Op::Read, ReqFlags::SYNC),
             // Direct writes to a block device are REQ_SYNC | REQ_IDLE (dio_bio_write_op).

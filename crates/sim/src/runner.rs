@@ -400,6 +400,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 submit_cost_ns: opts
                     .submit_ns
                     .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
+                thinktime: spec.thinktime,
             });
         }
         jobs.push(Resolved {

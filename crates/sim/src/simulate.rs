@@ -48,6 +48,8 @@ enum Ev {
     Deliver,
     /// The job's thread finished the CPU work of submitting its next I/O (or batch).
     JobCpu(usize),
+    /// The job's thinktime stall ends.
+    ThinkEnd(usize),
 }
 
 /// Knobs of one run that are not fio options.
@@ -267,6 +269,11 @@ impl Simulation {
                     self.schedule_cpu(j, now);
                     self.maybe_finish(j, now, obs);
                 }
+                Ev::ThinkEnd(j) => {
+                    self.jobs[j].end_think(now);
+                    self.fill(j, now, obs);
+                    self.maybe_finish(j, now, obs);
+                }
                 Ev::Deliver => {
                     self.deliver_armed = false;
                     self.deliver_completions(now, obs);
@@ -321,9 +328,7 @@ impl Simulation {
                 continue;
             }
             let job = &mut self.jobs[j];
-            job.started = true;
-            job.start = now;
-            job.end = now;
+            job.start_at(now);
             let ramp = job.cfg.ramp_time;
             let runtime = job.cfg.runtime;
             obs.job_started(j, now);
@@ -351,14 +356,15 @@ impl Simulation {
     /// after the first fill of the queue, whatever `iodepth_batch_submit` is.
     fn fill(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         if self.jobs[j].cfg.submit_cost_ns == 0 {
-            self.jobs[j].reap();
+            self.jobs[j].reap(now);
             self.fill_now(j, now, usize::MAX, obs);
-            while self.jobs[j].reap() > 0 {
+            while self.jobs[j].reap(now) > 0 {
                 self.fill_now(j, now, usize::MAX, obs);
             }
         } else {
             self.schedule_cpu(j, now);
         }
+        self.start_think_if_due(j, now);
     }
 
     /// I/Os submitted per system call: a batch under a plug, else one.
@@ -382,7 +388,7 @@ impl Simulation {
         }
         // Between two submissions fio reaps, if its queue is full
         // (`wait_for_completions`); completions posted while it was busy wait.
-        self.jobs[j].reap();
+        self.jobs[j].reap(now);
         let job = &self.jobs[j];
         if !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
             return;
@@ -472,12 +478,30 @@ impl Simulation {
         self.done_owners.clear();
     }
 
+    /// Start the job's thinktime stall if one is due and its I/O has drained.
+    fn start_think_if_due(&mut self, j: usize, now: Ns) {
+        let cfg = &self.jobs[j].cfg;
+        let limit = cfg
+            .runtime
+            .map(|rt| self.jobs[j].start.add(cfg.ramp_time + rt));
+        if let Some(dur) = self.jobs[j].start_think(now, limit) {
+            self.events.push(now.add(dur), Ev::ThinkEnd(j));
+        }
+    }
+
     fn maybe_finish(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        self.start_think_if_due(j, now);
         if self.jobs[j].end_sync_due() {
             self.fill(j, now, obs);
         }
         let job = &mut self.jobs[j];
-        if job.finished || !job.started || !job.stopping || job.inflight > 0 || job.cpu_pending {
+        if job.finished
+            || !job.started
+            || !job.stopping
+            || job.inflight > 0
+            || job.cpu_pending
+            || job.stalled()
+        {
             return;
         }
         job.finished = true;

@@ -63,6 +63,7 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         end_fsync: false,
         fua_writes: false,
         submit_cost_ns: 0,
+        thinktime: None,
     }
 }
 

@@ -53,7 +53,7 @@
 //!    `write_iolog` and `write_hist_log` are accepted and ignored: those
 //!    files are not written.
 //! 3. **Not modeled yet** options would change the I/O (`rate`, `verify`,
-//!    `verify`, `thinktime`, `bssplit`, ...) and are rejected with
+//!    `io_size`, `bssplit`, ...) and are rejected with
 //!    `option 'rate' is not modeled yet`, except when given the value that
 //!    is fio's no-op default (e.g. `rate=0`, `loops=1`), which is accepted
 //!    and listed as ignored.
@@ -377,10 +377,35 @@ pub struct JobSpec {
     pub percentile_list: Option<Vec<f64>>,
     /// The latency, bandwidth and IOPS logs the job writes.
     pub logs: LogOptions,
+    /// `thinktime` and its settings; `None` when `thinktime` is 0 (fio then
+    /// ignores the others).
+    pub thinktime: Option<ThinkTime>,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.
     pub options: Vec<(String, String)>,
+}
+
+/// fio's `thinktime` family (backend.c `handle_thinktime`): after every
+/// `thinktime_blocks` I/Os (or `thinktime_iotime` of I/O), the job waits for
+/// all its I/O to complete, then stalls for `thinktime`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThinkTime {
+    /// `thinktime`, µs (more than 0).
+    pub think_us: u64,
+    /// `thinktime_spin`, µs: the part of the stall spent busy on the CPU (at
+    /// most `thinktime`, as fio's fixup makes it).
+    pub spin_us: u64,
+    /// `thinktime_blocks` (default 1).
+    pub blocks: u64,
+    /// `thinktime_blocks` was given (with `thinktime_iotime` alone, fio counts
+    /// no blocks).
+    pub blocks_set: bool,
+    /// `thinktime_blocks_type=issue`: count issued I/Os; else (`complete`, the
+    /// default) completed ones.
+    pub by_issue: bool,
+    /// `thinktime_iotime`, µs (0: unset): stall after this much time of I/O.
+    pub iotime_us: u64,
 }
 
 /// The logs a job asks for (`write_lat_log`, `write_bw_log`, `write_iops_log`)

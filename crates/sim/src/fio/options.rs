@@ -8,9 +8,11 @@
 
 use super::number::{
     parse_abs_bytes, parse_bool, parse_bytes, parse_int, parse_plain_uint,
-    parse_time_seconds_default, ByteValue,
+    parse_time_seconds_default, parse_time_us_default, ByteValue,
 };
-use super::{BlockSizes, IoEngine, JobSpec, LogOptions, RwMode, SizeSpec, SourceLocation};
+use super::{
+    BlockSizes, IoEngine, JobSpec, LogOptions, RwMode, SizeSpec, SourceLocation, ThinkTime,
+};
 use crate::iolog::WindowValue;
 
 /// How an option takes its argument.
@@ -158,6 +160,11 @@ static OPTIONS: &[OptDef] = &[
     m("disable_lat", NONE, R),
     m("disable_clat", NONE, R),
     m("disable_slat", NONE, R),
+    m("thinktime", NONE, R),
+    m("thinktime_spin", NONE, R),
+    m("thinktime_blocks", NONE, R),
+    m("thinktime_blocks_type", NONE, R),
+    m("thinktime_iotime", NONE, R),
     // ---- Ignored: cannot change the simulated I/O ----
     ig("description", NONE, R, Any),
     ig("lockmem", NONE, R, Int),
@@ -352,12 +359,7 @@ static OPTIONS: &[OptDef] = &[
     nm("dp_scheme", NONE, R, NONE),
     nm("rwmixcycle", NONE, R, NONE),
     nm("priohint", NONE, R, NONE),
-    nm("thinktime", NONE, R, ZERO),
-    nm("thinktime_spin", NONE, R, ZERO),
     nm("thinkcycles", NONE, R, ZERO),
-    nm("thinktime_blocks", NONE, R, ONE),
-    nm("thinktime_blocks_type", NONE, R, &["complete"]),
-    nm("thinktime_iotime", NONE, R, ZERO),
     nm("rate", NONE, R, ZERO),
     nm("rate_min", &["ratemin"], R, ZERO),
     nm("rate_iops", NONE, R, ZERO),
@@ -491,6 +493,12 @@ pub(crate) struct JobState {
     pub kb_base: u32,
     percentile_list: Option<Vec<f64>>,
     logs: LogOptions,
+    /// `thinktime` family, µs / counts as fio keeps them.
+    think_us: u64,
+    think_spin_us: u64,
+    think_blocks: Option<u64>,
+    think_by_issue: bool,
+    think_iotime_us: u64,
 }
 
 impl Default for JobState {
@@ -535,6 +543,11 @@ impl Default for JobState {
             kb_base: 1024,
             percentile_list: None,
             logs: LogOptions::default(),
+            think_us: 0,
+            think_spin_us: 0,
+            think_blocks: None,
+            think_by_issue: false,
+            think_iotime_us: 0,
         }
     }
 }
@@ -744,6 +757,22 @@ impl JobState {
                 }
             }
             "percentile_list" => self.percentile_list = Some(parse_percentiles(v)?),
+            // fio keeps these in an unsigned int of µs.
+            "thinktime" => self.think_us = parse_us(v, parse_time_us_default)?,
+            "thinktime_spin" => self.think_spin_us = parse_us(v, parse_time_us_default)?,
+            "thinktime_iotime" => self.think_iotime_us = parse_us(v, parse_time_seconds_default)?,
+            "thinktime_blocks" => self.think_blocks = Some(int(0, U32_MAX)?),
+            "thinktime_blocks_type" => {
+                self.think_by_issue = match v {
+                    "complete" => false,
+                    "issue" => true,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for thinktime_blocks_type (valid: complete, issue)"
+                        ))
+                    }
+                }
+            }
             "log_avg_msec" => self.logs.avg_msec = int(0, U32_MAX)?,
             "log_window_value" => {
                 self.logs.window_value = match v {
@@ -820,6 +849,15 @@ impl JobState {
         let complete_max = self
             .iodepth_batch_complete_max
             .max(self.iodepth_batch_complete_min);
+        let thinktime = (self.think_us > 0).then(|| ThinkTime {
+            think_us: self.think_us,
+            // fio's fixup: thinktime_spin must not exceed thinktime.
+            spin_us: self.think_spin_us.min(self.think_us),
+            blocks: self.think_blocks.unwrap_or(1),
+            blocks_set: self.think_blocks.is_some(),
+            by_issue: self.think_by_issue,
+            iotime_us: self.think_iotime_us,
+        });
         let mut logs = self.logs.clone();
         if logs.issue_time && (logs.lat_prefix.is_none() || !logs.offset) {
             return Err(format!(
@@ -880,9 +918,22 @@ impl JobState {
             kb_base: self.kb_base,
             percentile_list: self.percentile_list.clone(),
             logs,
+            thinktime,
             options,
         })
     }
+}
+
+/// A time option fio keeps as an unsigned int of µs; `parse` gives ns.
+fn parse_us(v: &str, parse: fn(&str) -> Result<u64, String>) -> Result<u64, String> {
+    if v.contains([',', ':', '-']) {
+        return Err(format!("expected a single time value, got '{v}'"));
+    }
+    let us = parse(v)? / 1_000;
+    if us > U32_MAX {
+        return Err(format!("time '{v}' is too large (at most {U32_MAX} us)"));
+    }
+    Ok(us)
 }
 
 fn parse_time(v: &str) -> Result<u64, String> {
