@@ -234,8 +234,8 @@ fn impossible_values() {
         ("buffered.fio", "[j]\nrw=read\n", "buffered"),
         (
             "notmodeled.fio",
-            "[j]\ndirect=1\nrw=write\nrate=1m\n",
-            "rate",
+            "[j]\ndirect=1\nrw=write\nrate_min=1m\n",
+            "rate_min",
         ),
         (
             "bs513.fio",

@@ -165,6 +165,7 @@ fn seed2_flush_at_head_merges_more_flushes() {
         fua_writes: false,
         submit_cost_ns: 1500,
         thinktime: None,
+        rate: None,
     };
     let flushes = |fi: FlushInsert| {
         let cfg = SimConfig {

@@ -128,6 +128,7 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             fua_writes: false,
             submit_cost_ns: 0,
             thinktime: None,
+            rate: None,
         })
         .collect();
     let dev = devices::profile(w.device)

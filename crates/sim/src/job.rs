@@ -9,7 +9,7 @@ use blk::{Bio, CgroupId, Dir, IoPrio, Ns, Op, ReqFlags, Sector};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-pub use crate::fio::{RwMode, ThinkTime};
+pub use crate::fio::{RateLimit, RwMode, ThinkTime};
 
 /// One job clone, fully resolved.
 #[derive(Clone, Debug)]
@@ -76,6 +76,26 @@ pub struct JobConfig {
     pub submit_cost_ns: u64,
     /// fio's `thinktime` family, if the job thinks.
     pub thinktime: Option<ThinkTime>,
+    /// fio's rate limiting, if the job is limited.
+    pub rate: Option<RateLimit>,
+}
+
+/// Why a job's thread stops submitting for a while.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StallKind {
+    /// A thinktime stall.
+    Think,
+    /// Ahead of its rate: sleep this long, ns.
+    Rate(u64),
+}
+
+/// A stall's progress: fio first waits for all the job's I/O to complete
+/// (`io_u_quiesce`), then sleeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stall {
+    None,
+    Draining(StallKind),
+    Sleeping(StallKind),
 }
 
 /// One I/O in flight.
@@ -132,15 +152,39 @@ pub struct Job {
     /// The thinktime check of the last submission waits for the next reap (the
     /// submission filled the queue, so fio's loop iteration ends in a reap).
     think_check_pending: bool,
-    /// A thinktime stall is due: no more submissions; it starts once nothing is
-    /// in flight (fio's `io_u_quiesce`).
-    stall_pending: bool,
-    /// The thread is in its thinktime stall.
-    pub thinking: bool,
-    /// The block count at the last stall (fio's `last_thinktime_blocks`).
+    /// A thinktime or rate stall in progress.
+    stall: Stall,
+    /// The block count at the last thinktime stall (fio's `last_thinktime_blocks`).
     last_think_blocks: u64,
-    /// When the last stall ended (fio's `last_thinktime`).
+    /// When the last thinktime stall ended (fio's `last_thinktime`).
     last_think_at: Ns,
+    /// Direction of the last I/O issued.
+    last_dir: Dir,
+    /// Rate limiting: the time origin (fio's `epoch`: the start, then the end of
+    /// the ramp time).
+    rate_epoch: Ns,
+    /// Bytes issued per direction since `rate_epoch` (`rate_io_issue_bytes`).
+    rate_issue_bytes: [u64; 2],
+    /// When the next I/O of each direction is due, µs after `rate_epoch`
+    /// (`rate_next_io_time`).
+    rate_next_us: [u64; 2],
+    /// The Poisson process's clock per direction, µs (`last_usec`).
+    rate_last_us: [u64; 2],
+    /// The Poisson process's generators.
+    rate_rng: [Pcg64Mcg; 2],
+    /// The direction a rate sleep ended in: the next I/O goes that way without
+    /// a new check (fio issues it right after `rate_ddir` returns).
+    rate_dir: Option<Dir>,
+}
+
+/// What the rate limit says about the next I/O.
+enum RateDecision {
+    /// Issue it now, in this direction.
+    Go(Dir),
+    /// Sleep this long (µs), then issue it in this direction.
+    Wait(Dir, u64),
+    /// The runtime is over (fio's `DDIR_INVAL`).
+    Stop,
 }
 
 /// Owner token of a bio: job index and I/O unit.
@@ -199,10 +243,19 @@ impl Job {
             unreaped: 0,
             reaped_ios: 0,
             think_check_pending: false,
-            stall_pending: false,
-            thinking: false,
+            stall: Stall::None,
             last_think_blocks: 0,
             last_think_at: Ns::ZERO,
+            last_dir: Dir::Read,
+            rate_epoch: Ns::ZERO,
+            rate_issue_bytes: [0; 2],
+            rate_next_us: [0; 2],
+            rate_last_us: [0; 2],
+            rate_rng: [
+                Pcg64Mcg::seed_from_u64(cfg.seed ^ 0x9015_5011_0000_0000),
+                Pcg64Mcg::seed_from_u64(cfg.seed ^ 0x9015_5011_0000_0001),
+            ],
+            rate_dir: None,
             cfg,
             start: Ns::ZERO,
             started: false,
@@ -227,17 +280,97 @@ impl Job {
             && !self.stalled()
     }
 
-    /// Stalled by thinktime: waiting for its I/O to drain, or thinking.
+    /// Stalled by thinktime or its rate limit: waiting for its I/O to drain, or
+    /// sleeping.
     pub fn stalled(&self) -> bool {
-        self.stall_pending || self.thinking
+        self.stall != Stall::None
     }
 
-    /// The job started at `now` (thinktime's I/O time counts from here).
+    /// The job started at `now` (thinktime's I/O time and the rate limit count
+    /// from here).
     pub fn start_at(&mut self, now: Ns) {
         self.started = true;
         self.start = now;
         self.end = now;
         self.last_think_at = now;
+        self.rate_epoch = now;
+    }
+
+    /// The ramp time ended at `now`: as fio resets its clock (`epoch`) and I/O
+    /// counters, the rate limit starts over from here.
+    pub fn ramp_over(&mut self, now: Ns) {
+        self.rate_epoch = now;
+        self.rate_issue_bytes = [0; 2];
+        self.rate_next_us = [0; 2];
+        self.rate_last_us = [0; 2];
+    }
+
+    /// fio's `usec_for_io`: when the next I/O in direction `d` is due, µs after
+    /// the epoch, once `rate_issue_bytes` have been issued.
+    fn usec_for_io(&mut self, d: usize) -> u64 {
+        let Some(r) = self.cfg.rate else {
+            return 0;
+        };
+        let bps = r.bps[d];
+        if bps == 0 {
+            return 0;
+        }
+        if r.poisson {
+            // Exponential gaps with mean 10^6 / IOPS µs (fio truncates the mean to
+            // whole µs first); U in (0, 1].
+            let bs = self.cfg.bs[d].max(1);
+            let mean_us = match bps / bs {
+                0 => 1_000_000 * bs / bps,
+                iops => 1_000_000 / iops,
+            };
+            let u = (self.rate_rng[d].gen::<u64>() >> 11) as f64 + 1.0;
+            let u = u / (1u64 << 53) as f64;
+            let gap = (mean_us as f64 * -(u.ln())) as u64;
+            self.rate_last_us[d] += gap;
+            return self.rate_last_us[d];
+        }
+        let bytes = self.rate_issue_bytes[d];
+        let secs = bytes / bps;
+        let rem = bytes % bps;
+        ((rem as u128 * 1_000_000) / bps as u128) as u64 + secs * 1_000_000
+    }
+
+    /// fio's `rate_ddir`: may the next I/O, in direction `dir`, go now? A mixed
+    /// job ahead of its rate in one direction switches to the other when that
+    /// one is due, and otherwise sleeps until the earlier of the two.
+    fn rate_ddir(&self, dir: Dir, now: Ns) -> RateDecision {
+        let now_us = now.0.saturating_sub(self.rate_epoch.0) / 1_000;
+        let d = dir.idx();
+        if self.rate_next_us[d] <= now_us {
+            return RateDecision::Go(dir);
+        }
+        let other = if d == 0 { Dir::Write } else { Dir::Read };
+        let o = other.idx();
+        let other_share = if o == 0 {
+            self.cfg.rwmixread
+        } else {
+            100 - self.cfg.rwmixread
+        };
+        let (mut dir, mut usec) = (dir, self.rate_next_us[d] - now_us);
+        if self.cfg.rw.reads() && self.cfg.rw.writes() && other_share > 0 {
+            if self.rate_next_us[o] <= now_us {
+                return RateDecision::Go(other);
+            }
+            if self.rate_next_us[o] < self.rate_next_us[d] {
+                dir = other;
+                usec = self.rate_next_us[o] - now_us;
+            }
+        }
+        if let Some(rt) = self.cfg.runtime {
+            let timeout_us = rt / 1_000;
+            if usec + now_us > timeout_us {
+                if now_us > timeout_us {
+                    return RateDecision::Stop;
+                }
+                usec = timeout_us - now_us;
+            }
+        }
+        RateDecision::Wait(dir, usec)
     }
 
     /// fio's `handle_thinktime` check at the end of one loop iteration: stall
@@ -264,34 +397,69 @@ impl Job {
             stall = true;
         }
         if stall {
-            self.stall_pending = true;
+            self.stall = Stall::Draining(StallKind::Think);
             self.last_think_blocks = b;
         }
     }
 
-    /// The thinktime stall may start now (nothing in flight, thread idle): how
-    /// long it lasts, ns (`thinktime`, of which `thinktime_spin` busy on the
-    /// CPU, which the simulator does not tell apart), cut short at `limit` (the
-    /// end of the job's runtime, as fio does). `None` when no stall is due.
-    pub fn start_think(&mut self, now: Ns, limit: Option<Ns>) -> Option<u64> {
-        if !self.stall_pending || self.inflight > 0 || self.cpu_pending {
+    /// The pending stall may start now (nothing in flight, thread idle): how
+    /// long the thread sleeps, ns. A thinktime stall lasts `thinktime` (of which
+    /// `thinktime_spin` busy on the CPU, which the simulator does not tell
+    /// apart), cut short at `limit` (the end of the job's runtime, as fio does);
+    /// a rate stall as long as the rate check said. `None` when no stall is due.
+    pub fn start_stall(&mut self, now: Ns, limit: Option<Ns>) -> Option<u64> {
+        let Stall::Draining(kind) = self.stall else {
+            return None;
+        };
+        if self.inflight > 0 || self.cpu_pending {
             return None;
         }
-        let t = self.cfg.thinktime?;
-        self.stall_pending = false;
-        self.thinking = true;
-        let mut dur = t.think_us.max(t.spin_us) * 1_000;
-        if let Some(l) = limit {
-            dur = dur.min(l.0.saturating_sub(now.0));
-        }
+        // io_u_quiesce has reaped every completion.
+        self.reaped_ios += self.unreaped as u64;
+        self.unreaped = 0;
+        self.stall = Stall::Sleeping(kind);
+        let dur = match kind {
+            StallKind::Rate(ns) => ns,
+            StallKind::Think => {
+                let t = self.cfg.thinktime?;
+                let mut dur = t.think_us.max(t.spin_us) * 1_000;
+                if let Some(l) = limit {
+                    dur = dur.min(l.0.saturating_sub(now.0));
+                }
+                dur
+            }
+        };
         Some(dur)
     }
 
-    /// The thinktime stall is over.
-    pub fn end_think(&mut self, now: Ns) {
-        self.thinking = false;
-        self.last_think_at = now;
+    /// The stall that started `slept` ns ago is over.
+    pub fn end_stall(&mut self, now: Ns, slept: u64) {
+        let Stall::Sleeping(kind) = self.stall else {
+            return;
+        };
+        self.stall = Stall::None;
         self.end = self.end.max(now);
+        if kind != StallKind::Think {
+            return;
+        }
+        self.last_think_at = now;
+        // rate_ignore_thinktime: count the I/O the stall missed as issued (less
+        // one block, so that the next one goes at once), as fio does.
+        if let Some(r) = self.cfg.rate.filter(|r| r.ignore_thinktime) {
+            let d = self.last_dir.idx();
+            let total_us = slept / 1_000;
+            let bps = r.bps[d];
+            if bps > 0 && total_us > 0 {
+                let missed = ((bps as u128 * total_us as u128) / 1_000_000) as u64;
+                let bs = self.cfg.bs[d];
+                let usperop = bs * 1_000_000 / bps;
+                let over = if usperop <= total_us { bs } else { 0 };
+                self.rate_issue_bytes[d] = self.rate_issue_bytes[d]
+                    .wrapping_add(missed)
+                    .wrapping_sub(over);
+                self.rate_last_us[d] += total_us;
+            }
+        }
     }
 
     /// Free I/O units the thread holds (reaped; fio's `io_u_freelist`).
@@ -435,8 +603,30 @@ impl Job {
         if self.reaped_free() == 0 {
             return None;
         }
+        let dir = match self.rate_dir.take() {
+            Some(d) => d,
+            None => {
+                let d = self.next_dir();
+                if self.cfg.rate.is_some() {
+                    match self.rate_ddir(d, now) {
+                        RateDecision::Go(d) => d,
+                        RateDecision::Wait(d, usec) => {
+                            // fio waits for its I/O to complete, then sleeps.
+                            self.rate_dir = Some(d);
+                            self.stall = Stall::Draining(StallKind::Rate(usec * 1_000));
+                            return None;
+                        }
+                        RateDecision::Stop => {
+                            self.stopping = true;
+                            return None;
+                        }
+                    }
+                } else {
+                    d
+                }
+            }
+        };
         let unit = self.free_units.pop()?;
-        let dir = self.next_dir();
         let bs = self.cfg.bs[dir.idx()];
         let block = self.pickers[dir.idx()].next_block();
         let byte = self.cfg.offset + block * bs;
@@ -458,6 +648,12 @@ impl Job {
         self.writes_issued += (dir == Dir::Write) as u64;
         self.issued_bytes += bytes;
         self.issued_ios += 1;
+        self.last_dir = dir;
+        if self.cfg.rate.is_some() {
+            let d = dir.idx();
+            self.rate_issue_bytes[d] += bytes;
+            self.rate_next_us[d] = self.usec_for_io(d);
+        }
         if self.cfg.thinktime.is_some() {
             // fio checks for thinktime at the end of each loop iteration, which
             // ends in a reap when this submission filled the queue (always, for

@@ -401,6 +401,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                     .submit_ns
                     .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
                 thinktime: spec.thinktime,
+                rate: spec.rate,
             });
         }
         jobs.push(Resolved {

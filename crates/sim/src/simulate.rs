@@ -48,8 +48,8 @@ enum Ev {
     Deliver,
     /// The job's thread finished the CPU work of submitting its next I/O (or batch).
     JobCpu(usize),
-    /// The job's thinktime stall ends.
-    ThinkEnd(usize),
+    /// The job's thinktime or rate stall, which lasted this long (ns), ends.
+    StallEnd(usize, u64),
 }
 
 /// Knobs of one run that are not fio options.
@@ -230,7 +230,10 @@ impl Simulation {
             }
             match ev {
                 Ev::GroupStart(g) => self.start_group(g, now, obs),
-                Ev::RampEnd(j) => obs.ramp_done(j, now),
+                Ev::RampEnd(j) => {
+                    self.jobs[j].ramp_over(now);
+                    obs.ramp_done(j, now);
+                }
                 Ev::Stop(j) => {
                     self.jobs[j].stopping = true;
                     self.maybe_finish(j, now, obs);
@@ -269,8 +272,8 @@ impl Simulation {
                     self.schedule_cpu(j, now);
                     self.maybe_finish(j, now, obs);
                 }
-                Ev::ThinkEnd(j) => {
-                    self.jobs[j].end_think(now);
+                Ev::StallEnd(j, slept) => {
+                    self.jobs[j].end_stall(now, slept);
                     self.fill(j, now, obs);
                     self.maybe_finish(j, now, obs);
                 }
@@ -364,7 +367,7 @@ impl Simulation {
         } else {
             self.schedule_cpu(j, now);
         }
-        self.start_think_if_due(j, now);
+        self.start_stall_if_due(j, now);
     }
 
     /// I/Os submitted per system call: a batch under a plug, else one.
@@ -478,19 +481,20 @@ impl Simulation {
         self.done_owners.clear();
     }
 
-    /// Start the job's thinktime stall if one is due and its I/O has drained.
-    fn start_think_if_due(&mut self, j: usize, now: Ns) {
+    /// Start the job's thinktime or rate stall if one is due and its I/O has
+    /// drained.
+    fn start_stall_if_due(&mut self, j: usize, now: Ns) {
         let cfg = &self.jobs[j].cfg;
         let limit = cfg
             .runtime
             .map(|rt| self.jobs[j].start.add(cfg.ramp_time + rt));
-        if let Some(dur) = self.jobs[j].start_think(now, limit) {
-            self.events.push(now.add(dur), Ev::ThinkEnd(j));
+        if let Some(dur) = self.jobs[j].start_stall(now, limit) {
+            self.events.push(now.add(dur), Ev::StallEnd(j, dur));
         }
     }
 
     fn maybe_finish(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
-        self.start_think_if_due(j, now);
+        self.start_stall_if_due(j, now);
         if self.jobs[j].end_sync_due() {
             self.fill(j, now, obs);
         }

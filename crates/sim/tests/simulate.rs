@@ -64,6 +64,7 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         fua_writes: false,
         submit_cost_ns: 0,
         thinktime: None,
+        rate: None,
     }
 }
 

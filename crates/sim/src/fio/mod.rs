@@ -380,6 +380,9 @@ pub struct JobSpec {
     /// `thinktime` and its settings; `None` when `thinktime` is 0 (fio then
     /// ignores the others).
     pub thinktime: Option<ThinkTime>,
+    /// `rate` / `rate_iops` and their settings; `None` when no direction is
+    /// limited.
+    pub rate: Option<RateLimit>,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.
@@ -406,6 +409,21 @@ pub struct ThinkTime {
     pub by_issue: bool,
     /// `thinktime_iotime`, µs (0: unset): stall after this much time of I/O.
     pub iotime_us: u64,
+}
+
+/// fio's rate limiting (`rate`, `rate_iops`, `rate_process`,
+/// `rate_ignore_thinktime`), per direction as fio's `setup_rate` resolves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Bytes per second allowed for reads and writes (0: unlimited): `rate`,
+    /// else `rate_iops` × the block size.
+    pub bps: [u64; 2],
+    /// `rate_process=poisson`: exponentially distributed gaps between I/Os
+    /// (else `linear`: each I/O is due when the bytes issued so far allow).
+    pub poisson: bool,
+    /// `rate_ignore_thinktime`: after a thinktime stall, do not catch up the
+    /// I/O the stall missed.
+    pub ignore_thinktime: bool,
 }
 
 /// The logs a job asks for (`write_lat_log`, `write_bw_log`, `write_iops_log`)

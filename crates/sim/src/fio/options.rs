@@ -11,7 +11,8 @@ use super::number::{
     parse_time_seconds_default, parse_time_us_default, ByteValue,
 };
 use super::{
-    BlockSizes, IoEngine, JobSpec, LogOptions, RwMode, SizeSpec, SourceLocation, ThinkTime,
+    BlockSizes, IoEngine, JobSpec, LogOptions, RateLimit, RwMode, SizeSpec, SourceLocation,
+    ThinkTime,
 };
 use crate::iolog::WindowValue;
 
@@ -160,6 +161,10 @@ static OPTIONS: &[OptDef] = &[
     m("disable_lat", NONE, R),
     m("disable_clat", NONE, R),
     m("disable_slat", NONE, R),
+    m("rate", NONE, R),
+    m("rate_iops", NONE, R),
+    m("rate_process", NONE, R),
+    m("rate_ignore_thinktime", NONE, R),
     m("thinktime", NONE, R),
     m("thinktime_spin", NONE, R),
     m("thinktime_blocks", NONE, R),
@@ -249,6 +254,8 @@ static OPTIONS: &[OptDef] = &[
     ig("log_compression", NONE, R, Int),
     ig("log_compression_cpus", NONE, R, Any),
     ig("log_alternate_epoch_clock_id", NONE, R, Int),
+    // Only rate_min's check reads it, and rate_min is not modeled.
+    ig("rate_cycle", &["ratecycle"], R, Int),
     ig("numa_cpu_nodes", NONE, R, Any),
     ig("numa_mem_policy", NONE, R, Any),
     // ---- Not modeled yet: would change the I/O (or a log's contents) ----
@@ -360,13 +367,8 @@ static OPTIONS: &[OptDef] = &[
     nm("rwmixcycle", NONE, R, NONE),
     nm("priohint", NONE, R, NONE),
     nm("thinkcycles", NONE, R, ZERO),
-    nm("rate", NONE, R, ZERO),
     nm("rate_min", &["ratemin"], R, ZERO),
-    nm("rate_iops", NONE, R, ZERO),
     nm("rate_iops_min", NONE, R, ZERO),
-    nm("rate_process", NONE, R, &["linear"]),
-    nm("rate_cycle", &["ratecycle"], R, NONE),
-    nm("rate_ignore_thinktime", NONE, R, NONE),
     nm("max_latency", NONE, R, NONE),
     nm("latency_target", NONE, R, NONE),
     nm("latency_window", NONE, R, NONE),
@@ -499,6 +501,10 @@ pub(crate) struct JobState {
     think_blocks: Option<u64>,
     think_by_issue: bool,
     think_iotime_us: u64,
+    rate: [u64; 3],
+    rate_iops: [u64; 3],
+    rate_poisson: bool,
+    rate_ignore_thinktime: bool,
 }
 
 impl Default for JobState {
@@ -548,6 +554,10 @@ impl Default for JobState {
             think_blocks: None,
             think_by_issue: false,
             think_iotime_us: 0,
+            rate: [0; 3],
+            rate_iops: [0; 3],
+            rate_poisson: false,
+            rate_ignore_thinktime: false,
         }
     }
 }
@@ -773,6 +783,20 @@ impl JobState {
                     }
                 }
             }
+            "rate" => self.rate = parse_per_dir(v, kb, self.rate, "rate")?,
+            "rate_iops" => self.rate_iops = parse_per_dir(v, kb, self.rate_iops, "rate_iops")?,
+            "rate_process" => {
+                self.rate_poisson = match v {
+                    "linear" => false,
+                    "poisson" => true,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for rate_process (valid: linear, poisson)"
+                        ))
+                    }
+                }
+            }
+            "rate_ignore_thinktime" => self.rate_ignore_thinktime = parse_bool(v)?,
             "log_avg_msec" => self.logs.avg_msec = int(0, U32_MAX)?,
             "log_window_value" => {
                 self.logs.window_value = match v {
@@ -858,6 +882,19 @@ impl JobState {
             by_issue: self.think_by_issue,
             iotime_us: self.think_iotime_us,
         });
+        // fio's setup_rate: a direction's `rate` wins over its `rate_iops`.
+        let rate_bps = [0, 1].map(|d| {
+            if self.rate[d] > 0 {
+                self.rate[d]
+            } else {
+                self.rate_iops[d].saturating_mul(self.bs[d])
+            }
+        });
+        let rate = (rate_bps.iter().any(|b| *b > 0)).then_some(RateLimit {
+            bps: rate_bps,
+            poisson: self.rate_poisson,
+            ignore_thinktime: self.rate_ignore_thinktime,
+        });
         let mut logs = self.logs.clone();
         if logs.issue_time && (logs.lat_prefix.is_none() || !logs.offset) {
             return Err(format!(
@@ -919,6 +956,7 @@ impl JobState {
             percentile_list: self.percentile_list.clone(),
             logs,
             thinktime,
+            rate,
             options,
         })
     }
@@ -1052,6 +1090,38 @@ fn parse_bs(v: &str, kb: u32, current: [u64; 3]) -> Result<[u64; 3], String> {
     Ok(bs)
 }
 
+/// fio's per-direction values (`rate=R[,W[,T]]`): as `bs`, one value sets all
+/// three directions, the last of several fills those after it, and an empty
+/// part leaves its direction unchanged (`rate=,500k` limits writes only,
+/// `rate=500k,` reads only).
+fn parse_per_dir(v: &str, kb: u32, current: [u64; 3], name: &str) -> Result<[u64; 3], String> {
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 3 {
+        return Err(format!(
+            "too many values in '{v}' for {name} (at most read,write,trim)"
+        ));
+    }
+    let mut out = current;
+    let last = parts.len() - 1;
+    for (i, p) in parts.iter().enumerate() {
+        let p = p.trim();
+        if p.is_empty() {
+            continue;
+        }
+        if p.contains([':', '-']) {
+            return Err(format!("expected a number for {name}, got '{p}'"));
+        }
+        let n = parse_abs_bytes(p, kb)?;
+        out[i] = n;
+        if i == last {
+            for slot in out.iter_mut().skip(i + 1) {
+                *slot = n;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// fio's CPU list syntax: comma-separated CPUs or inclusive ranges, e.g.
 /// "0-3,5".
 fn parse_cpu_list(v: &str) -> Result<Vec<u32>, String> {
@@ -1131,6 +1201,27 @@ mod tests {
         assert!(parse_bs("0", 1024, d).is_err());
         assert!(parse_bs("1,2,3,4", 1024, d).is_err());
         assert!(parse_bs(",", 1024, d).is_err());
+    }
+
+    #[test]
+    fn per_direction_rates() {
+        let z = [0; 3];
+        assert_eq!(parse_per_dir("1m", 1024, z, "rate").unwrap(), [1 << 20; 3]);
+        assert_eq!(
+            parse_per_dir("500k,100k", 1024, z, "rate").unwrap(),
+            [512_000, 102_400, 102_400]
+        );
+        assert_eq!(
+            parse_per_dir(",500k", 1024, z, "rate").unwrap(),
+            [0, 512_000, 512_000]
+        );
+        assert_eq!(
+            parse_per_dir("500k,", 1024, z, "rate").unwrap(),
+            [512_000, 0, 0]
+        );
+        assert!(parse_per_dir("1,2,3,4", 1024, z, "rate").is_err());
+        assert!(parse_per_dir("1k-2k", 1024, z, "rate").is_err());
+        assert!(parse_per_dir("fast", 1024, z, "rate").is_err());
     }
 
     #[test]
