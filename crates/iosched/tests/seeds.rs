@@ -143,6 +143,7 @@ fn seed2_flush_at_head_merges_more_flushes() {
         rw: RwMode::RandWrite,
         rwmixread: 50,
         bs: [4096, 4096],
+        bs_dist: [None, None],
         offset: 0,
         size: 1 << 30,
         io_limit: 1 << 30,

@@ -106,6 +106,7 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             rw: w.rw,
             rwmixread: 50,
             bs: [w.bs, w.bs],
+            bs_dist: [None, None],
             offset: 0,
             size: 1 << 30,
             io_limit: 1 << 30,

@@ -9,7 +9,7 @@ use blk::{Bio, CgroupId, Dir, IoPrio, Ns, Op, ReqFlags, Sector};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-pub use crate::fio::{RateLimit, RwMode, ThinkTime};
+pub use crate::fio::{BsDist, RateLimit, RwMode, ThinkTime};
 
 /// One job clone, fully resolved.
 #[derive(Clone, Debug)]
@@ -24,8 +24,11 @@ pub struct JobConfig {
     pub rw: RwMode,
     /// Share of reads in mixed modes, percent.
     pub rwmixread: u32,
-    /// Block size per direction, bytes.
+    /// Block size per direction, bytes (the smallest, when sizes vary).
     pub bs: [u64; 2],
+    /// Per direction, how block sizes vary (`bsrange`, `bssplit`); `None`: every
+    /// I/O has `bs`.
+    pub bs_dist: [Option<BsDist>; 2],
     /// Start of the region, bytes.
     pub offset: u64,
     /// Length of the region, bytes.
@@ -175,6 +178,11 @@ pub struct Job {
     /// The direction a rate sleep ended in: the next I/O goes that way without
     /// a new check (fio issues it right after `rate_ddir` returns).
     rate_dir: Option<Dir>,
+    /// Draws block sizes that vary (fio's `bsrange_state`).
+    bs_rng: Pcg64Mcg,
+    /// Sequential position per direction, bytes into the region, when sizes
+    /// vary (fio's `last_pos`).
+    seq_pos: [u64; 2],
 }
 
 /// What the rate limit says about the next I/O.
@@ -185,6 +193,48 @@ enum RateDecision {
     Wait(Dir, u64),
     /// The runtime is over (fio's `DDIR_INVAL`).
     Stop,
+}
+
+/// One block size from `dist` that is at most `room` bytes, as fio's
+/// `get_next_buflen` draws it: `bsrange` takes min + max × U (U uniform in
+/// [0, 1)); `bssplit` takes the first entry whose running percentage total
+/// reaches a uniform draw in 1..=100 (and fits), else the last one. Either is
+/// then rounded down to a multiple of the smallest size and capped at the
+/// largest, and drawn again until it fits (`io_u_fits`); the smallest size
+/// when nothing else does.
+pub fn draw_bs(dist: &BsDist, rng: &mut Pcg64Mcg, room: u64) -> u64 {
+    let (min, max) = (dist.min(), dist.max());
+    for _ in 0..64 {
+        let raw = match dist {
+            BsDist::Range { .. } => min + (max as f64 * rng.gen::<f64>()) as u64,
+            BsDist::Split(table) => {
+                let v = rng.gen_range(1..=100u64);
+                let mut total = 0u64;
+                let mut len = 0;
+                for &(bs, perc) in table {
+                    if perc == 0 {
+                        continue;
+                    }
+                    len = bs;
+                    total += perc as u64;
+                    if v <= total && bs <= room {
+                        break;
+                    }
+                }
+                len
+            }
+        };
+        let aligned = if min.is_power_of_two() {
+            raw & !(min - 1)
+        } else {
+            raw - raw % min.max(1)
+        };
+        let len = aligned.min(max);
+        if len > 0 && len <= room {
+            return len;
+        }
+    }
+    min
 }
 
 /// Owner token of a bio: job index and I/O unit.
@@ -256,6 +306,8 @@ impl Job {
                 Pcg64Mcg::seed_from_u64(cfg.seed ^ 0x9015_5011_0000_0001),
             ],
             rate_dir: None,
+            bs_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xB55B_0000_0000_0000),
+            seq_pos: [0; 2],
             cfg,
             start: Ns::ZERO,
             started: false,
@@ -627,9 +679,8 @@ impl Job {
             }
         };
         let unit = self.free_units.pop()?;
-        let bs = self.cfg.bs[dir.idx()];
-        let block = self.pickers[dir.idx()].next_block();
-        let byte = self.cfg.offset + block * bs;
+        let (rel, bs) = self.next_extent(dir.idx());
+        let byte = self.cfg.offset + rel;
         let remaining = self.cfg.io_limit.saturating_sub(self.issued_bytes);
         let bytes = if self.cfg.time_based {
             bs
@@ -698,6 +749,31 @@ impl Job {
         }
     }
 
+    /// Where the next I/O in direction `d` goes (bytes into the region) and its
+    /// size. Fixed sizes: the picker's next block. Varying sizes: random
+    /// offsets are aligned to the smallest size (fio's default `blockalign`)
+    /// and sequential ones follow the previous I/O; the size is drawn as fio's
+    /// `get_next_buflen` draws it, again until it fits before the region's end.
+    fn next_extent(&mut self, d: usize) -> (u64, u64) {
+        let bs = self.cfg.bs[d];
+        let Some(dist) = self.cfg.bs_dist[d].clone() else {
+            return (self.pickers[d].next_block() * bs, bs);
+        };
+        let size = self.cfg.size;
+        if self.cfg.rw.is_random() {
+            let off = self.pickers[d].next_block() * bs;
+            let len = draw_bs(&dist, &mut self.bs_rng, size.saturating_sub(off));
+            return (off, len);
+        }
+        if size.saturating_sub(self.seq_pos[d]) < bs {
+            self.seq_pos[d] = 0;
+        }
+        let off = self.seq_pos[d];
+        let len = draw_bs(&dist, &mut self.bs_rng, size - off);
+        self.seq_pos[d] = off + len;
+        (off, len)
+    }
+
     /// An I/O unit completed; `None` for an fsync (fio reports those apart, and
     /// iosched does not report them).
     pub fn complete(&mut self, unit: u32, now: Ns) -> Option<IoDone> {
@@ -711,5 +787,85 @@ impl Job {
         self.free_units.push(unit);
         self.unreaped += 1;
         Some(self.in_flight(unit))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shares(dist: &BsDist, room: u64, n: usize) -> Vec<(u64, f64)> {
+        let mut rng = Pcg64Mcg::seed_from_u64(9);
+        let mut counts = std::collections::BTreeMap::new();
+        for _ in 0..n {
+            *counts
+                .entry(draw_bs(dist, &mut rng, room))
+                .or_insert(0usize) += 1;
+        }
+        counts
+            .into_iter()
+            .map(|(k, c)| (k, c as f64 / n as f64))
+            .collect()
+    }
+
+    fn assert_shares(got: &[(u64, f64)], want: &[(u64, f64)]) {
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for ((gb, gs), (wb, ws)) in got.iter().zip(want) {
+            assert_eq!(gb, wb, "{got:?}");
+            assert!((gs - ws).abs() < 0.01, "{got:?} vs {want:?}");
+        }
+    }
+
+    const K: u64 = 1024;
+
+    #[test]
+    fn bssplit_proportions() {
+        let d = BsDist::Split(vec![(4 * K, 50), (64 * K, 40), (1024 * K, 10)]);
+        assert_shares(
+            &shares(&d, u64::MAX, 200_000),
+            &[(4 * K, 0.5), (64 * K, 0.4), (1024 * K, 0.1)],
+        );
+        // Percentages short of 100: the last entry takes the rest.
+        let d = BsDist::Split(vec![(4 * K, 10), (8 * K, 10)]);
+        assert_shares(
+            &shares(&d, u64::MAX, 100_000),
+            &[(4 * K, 0.1), (8 * K, 0.9)],
+        );
+        // Sizes are rounded down to a multiple of the smallest (a power of 2).
+        let d = BsDist::Split(vec![(4 * K, 50), (6 * K, 50)]);
+        assert_shares(&shares(&d, u64::MAX, 10_000), &[(4 * K, 1.0)]);
+        // Only sizes that fit: 1 MiB never does here, so its share goes to the
+        // draws that do fit (fio's retry loop), pro rata.
+        let d = BsDist::Split(vec![(4 * K, 50), (64 * K, 40), (1024 * K, 10)]);
+        assert_shares(
+            &shares(&d, 512 * K, 100_000),
+            &[(4 * K, 0.5 / 0.9), (64 * K, 0.4 / 0.9)],
+        );
+        assert_eq!(shares(&d, 4 * K, 100), vec![(4 * K, 1.0)]);
+    }
+
+    #[test]
+    fn bsrange_proportions() {
+        // min + max × U, rounded down to 4 KiB, capped at 16 KiB: four sizes,
+        // equally likely.
+        let d = BsDist::Range {
+            min: 4 * K,
+            max: 16 * K,
+        };
+        assert_shares(
+            &shares(&d, u64::MAX, 200_000),
+            &[(4 * K, 0.25), (8 * K, 0.25), (12 * K, 0.25), (16 * K, 0.25)],
+        );
+        // A minimum that is no power of two rounds to its multiples; the cap
+        // takes the remainder: [1536, 5632) → 1536, 3072 (1536 values each),
+        // 4096 (the 1024 values from 4608 on).
+        let d = BsDist::Range {
+            min: 1536,
+            max: 4096,
+        };
+        assert_shares(
+            &shares(&d, u64::MAX, 200_000),
+            &[(1536, 0.375), (3072, 0.375), (4096, 0.25)],
+        );
     }
 }

@@ -209,9 +209,19 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         if k > 0 && (spec.stonewall || spec.new_group) {
             groupid += 1;
         }
-        for (d, bs) in [("read", spec.bs.read), ("write", spec.bs.write)] {
-            if bs % 512 != 0 {
-                return Err(job_err(spec, format!("{d} block size {bs} is not a multiple of 512 bytes, which direct I/O requires")));
+        for (i, (d, bs)) in [("read", spec.bs.read), ("write", spec.bs.write)]
+            .into_iter()
+            .enumerate()
+        {
+            let sizes: Vec<u64> = match &spec.bs_dist[i] {
+                None => vec![bs],
+                Some(crate::fio::BsDist::Range { min, max }) => vec![*min, *max],
+                Some(crate::fio::BsDist::Split(t)) => t.iter().map(|e| e.0).collect(),
+            };
+            for bs in sizes {
+                if bs % 512 != 0 {
+                    return Err(job_err(spec, format!("{d} block size {bs} is not a multiple of 512 bytes, which direct I/O requires")));
+                }
             }
         }
         if spec.offset % 512 != 0 {
@@ -355,6 +365,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 rw: spec.rw,
                 rwmixread: spec.rwmixread,
                 bs: [spec.bs.read, spec.bs.write],
+                bs_dist: [spec.bs_dist[0].clone(), spec.bs_dist[1].clone()],
                 offset: spec.offset,
                 size,
                 io_limit: size,
@@ -769,10 +780,14 @@ pub fn run(
         let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns| {
             jr.job_options = spec.options.clone();
             jr.rw = spec.rw.as_str().to_string();
+            let range = |i: usize, bs: u64| match &spec.bs_dist[i] {
+                Some(d) => (d.min(), d.max()),
+                None => (bs, bs),
+            };
             jr.bs = [
-                (spec.bs.read, spec.bs.read),
-                (spec.bs.write, spec.bs.write),
-                (spec.bs.trim, spec.bs.trim),
+                range(0, spec.bs.read),
+                range(1, spec.bs.write),
+                range(2, spec.bs.trim),
             ];
             jr.ioengine = spec.ioengine.as_str().to_string();
             jr.iodepth = spec.iodepth;

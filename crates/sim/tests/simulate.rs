@@ -42,6 +42,7 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         rw,
         rwmixread: 50,
         bs: [4096, 4096],
+        bs_dist: [None, None],
         offset: 0,
         size,
         io_limit: size,

@@ -277,6 +277,47 @@ impl BlockSizes {
     }
 }
 
+/// How a direction's block size varies from I/O to I/O (`bsrange`, `bssplit`),
+/// as fio's `get_next_buflen` draws it. A direction whose smallest and largest
+/// sizes are equal has none: every I/O has its `bs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BsDist {
+    /// `bsrange=MIN-MAX`: MIN + MAX × U (U uniform in [0, 1)), rounded down
+    /// to a multiple of MIN and capped at MAX: each multiple of MIN below MAX
+    /// about equally likely, MAX taking the rest.
+    Range {
+        /// Smallest size, bytes.
+        min: u64,
+        /// Largest size, bytes.
+        max: u64,
+    },
+    /// `bssplit`: `(size, percentage)` in the order fio looks them up (by
+    /// percentage, largest first; equal ones in the order given), percentages
+    /// as fio resolved them (blank ones share what is left of 100). A draw `v`
+    /// uniform in 1..=100 takes the first size whose running percentage total
+    /// reaches `v`, else the last size (with a nonzero percentage); as for a
+    /// range, the size is then rounded down to a multiple of the smallest.
+    Split(Vec<(u64, u32)>),
+}
+
+impl BsDist {
+    /// The smallest size, bytes.
+    pub fn min(&self) -> u64 {
+        match self {
+            BsDist::Range { min, .. } => *min,
+            BsDist::Split(v) => v.iter().map(|e| e.0).min().unwrap_or(0),
+        }
+    }
+
+    /// The largest size, bytes.
+    pub fn max(&self) -> u64 {
+        match self {
+            BsDist::Range { max, .. } => *max,
+            BsDist::Split(v) => v.iter().map(|e| e.0).max().unwrap_or(0),
+        }
+    }
+}
+
 /// A job's `size`: absolute or a percentage of the file/device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SizeSpec {
@@ -301,8 +342,12 @@ pub struct JobSpec {
     /// Percentage of reads in mixed workloads (`rwmixread`, or
     /// 100 - `rwmixwrite`; default 50).
     pub rwmixread: u32,
-    /// `bs` / `blocksize` per direction (default 4096).
+    /// `bs` / `blocksize` per direction (default 4096); with `bsrange` or
+    /// `bssplit`, the smallest size (fio's `min_bs`).
     pub bs: BlockSizes,
+    /// Read, write and trim sizes that vary (`bsrange`, `bssplit`); `None` for
+    /// a direction whose I/Os all have its `bs`.
+    pub bs_dist: [Option<BsDist>; 3],
     /// `size`; `None` when unset or 0 (fio then uses the file/device size).
     pub size: Option<SizeSpec>,
     /// `offset` / `fileoffset` in bytes (default 0).

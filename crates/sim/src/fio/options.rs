@@ -11,7 +11,7 @@ use super::number::{
     parse_time_seconds_default, parse_time_us_default, ByteValue,
 };
 use super::{
-    BlockSizes, IoEngine, JobSpec, LogOptions, RateLimit, RwMode, SizeSpec, SourceLocation,
+    BlockSizes, BsDist, IoEngine, JobSpec, LogOptions, RateLimit, RwMode, SizeSpec, SourceLocation,
     ThinkTime,
 };
 use crate::iolog::WindowValue;
@@ -111,6 +111,8 @@ static OPTIONS: &[OptDef] = &[
     m("rwmixread", NONE, R),
     m("rwmixwrite", NONE, R),
     m("bs", &["blocksize"], R),
+    m("bsrange", &["blocksize_range"], R),
+    m("bssplit", NONE, R),
     m("size", NONE, R),
     m("offset", &["fileoffset"], R),
     m("numjobs", NONE, R),
@@ -285,8 +287,6 @@ static OPTIONS: &[OptDef] = &[
     nm("offset_increment", NONE, R, ZERO),
     nm("num_range", NONE, R, ONE),
     nm("ba", &["blockalign"], R, NONE),
-    nm("bsrange", &["blocksize_range"], R, NONE),
-    nm("bssplit", NONE, R, NONE),
     nm("bs_unaligned", &["blocksize_unaligned"], Flag, NONE),
     nm("bs_is_seq_rand", NONE, R, ZERO),
     nm("softrandommap", NONE, R, ZERO),
@@ -461,7 +461,11 @@ pub(crate) struct JobState {
     filename: Option<String>,
     rw: RwMode,
     rwmixread: u32,
+    /// Smallest and largest block size per direction (fio's `min_bs`,
+    /// `max_bs`), and `bssplit`'s table.
     bs: [u64; 3],
+    bs_max: [u64; 3],
+    bssplit: [Option<Vec<(u64, u32)>>; 3],
     size: Option<SizeSpec>,
     offset: u64,
     numjobs: u64,
@@ -516,6 +520,8 @@ impl Default for JobState {
             rw: RwMode::Read,
             rwmixread: 50,
             bs: [4096; 3],
+            bs_max: [4096; 3],
+            bssplit: [None, None, None],
             size: None,
             offset: 0,
             numjobs: 1,
@@ -677,7 +683,34 @@ impl JobState {
             "rw" => self.rw = parse_rw(v)?,
             "rwmixread" => self.rwmixread = int(0, 100)? as u32,
             "rwmixwrite" => self.rwmixread = 100 - int(0, 100)? as u32,
-            "bs" => self.bs = parse_bs(v, kb, self.bs)?,
+            "bs" => {
+                self.bs = parse_bs(v, kb, self.bs)?;
+                for (d, part) in split_dirs(v)?.iter().enumerate() {
+                    if part.is_some() {
+                        self.bs_max[d] = self.bs[d];
+                    }
+                }
+            }
+            "bsrange" => {
+                for (d, part) in split_dirs(v)?.iter().enumerate() {
+                    if let Some(p) = part {
+                        let (lo, hi) = parse_range(p, kb)?;
+                        self.bs[d] = lo;
+                        self.bs_max[d] = hi;
+                    }
+                }
+            }
+            "bssplit" => {
+                for (d, part) in bssplit_dirs(v).iter().enumerate() {
+                    if let Some(p) = part {
+                        if let Some(table) = parse_bssplit_dir(p, kb)? {
+                            self.bs[d] = table.iter().map(|e| e.0).min().unwrap_or(1);
+                            self.bs_max[d] = table.iter().map(|e| e.0).max().unwrap_or(1);
+                            self.bssplit[d] = Some(table);
+                        }
+                    }
+                }
+            }
             "size" => {
                 if v.contains([',', ':', '-']) {
                     return Err(format!("expected a single size, got '{v}'"));
@@ -850,6 +883,20 @@ impl JobState {
             write: self.bs[1],
             trim: self.bs[2],
         };
+        // fio's get_next_buflen: equal bounds mean one size; else bssplit's
+        // table if there is one, else the range.
+        let bs_dist = [0, 1, 2].map(|d| {
+            if self.bs[d] == self.bs_max[d] {
+                None
+            } else if let Some(t) = &self.bssplit[d] {
+                Some(BsDist::Split(t.clone()))
+            } else {
+                Some(BsDist::Range {
+                    min: self.bs[d],
+                    max: self.bs_max[d],
+                })
+            }
+        });
         if let Some(SizeSpec::Bytes(size)) = self.size {
             if size < bs.min() {
                 return Err(format!(
@@ -921,6 +968,7 @@ impl JobState {
             rw: self.rw,
             rwmixread: self.rwmixread,
             bs,
+            bs_dist,
             size: self.size,
             offset: self.offset,
             numjobs: self.numjobs as u32,
@@ -1047,6 +1095,150 @@ fn parse_filename(v: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// The per-direction parts of `R[,W[,T]]` (fio's rule for `bs`, `bsrange`,
+/// `rate`, ...): with one part all three directions take it; with several,
+/// each non-empty part sets its direction and the last one also the
+/// directions after it; an empty part leaves its direction unchanged.
+fn split_dirs(v: &str) -> Result<[Option<&str>; 3], String> {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    if parts.len() > 3 {
+        return Err(format!(
+            "too many values in '{v}' (at most read,write,trim)"
+        ));
+    }
+    let mut out = [None; 3];
+    let last = parts.len() - 1;
+    for (i, p) in parts.iter().enumerate() {
+        if p.is_empty() {
+            continue;
+        }
+        out[i] = Some(*p);
+        if i == last {
+            for slot in out.iter_mut().skip(i + 1) {
+                *slot = Some(*p);
+            }
+        }
+    }
+    if out.iter().all(Option::is_none) {
+        return Err(format!("expected a value, got '{v}'"));
+    }
+    Ok(out)
+}
+
+/// `bsrange`'s `MIN-MAX` (or `MIN:MAX`), swapped when reversed as fio does.
+fn parse_range(p: &str, kb: u32) -> Result<(u64, u64), String> {
+    let (a, b) = p
+        .split_once(['-', ':'])
+        .ok_or_else(|| format!("expected a block size range MIN-MAX, got '{p}'"))?;
+    let lo = parse_abs_bytes(a.trim(), kb)?;
+    let hi = parse_abs_bytes(b.trim(), kb)?;
+    let (lo, hi) = (lo.min(hi), lo.max(hi));
+    if lo == 0 {
+        return Err("block size must be at least 1".to_string());
+    }
+    if hi > U32_MAX {
+        return Err(format!("block size {hi} is too large"));
+    }
+    Ok((lo, hi))
+}
+
+/// fio's `str_split_parse` for `bssplit`: `R,W[,T]` (without a third part,
+/// trims take the writes'), or one table for all three directions.
+fn bssplit_dirs(v: &str) -> [Option<&str>; 3] {
+    match v.split_once(',') {
+        None => [Some(v); 3],
+        Some((r, rest)) => match rest.split_once(',') {
+            Some((w, t)) => [Some(r), Some(w), Some(t)],
+            None => [Some(r), Some(rest), Some(rest)],
+        },
+    }
+}
+
+/// Most entries fio keeps in one direction's `bssplit` (`BSSPLIT_MAX`).
+const BSSPLIT_MAX: usize = 64;
+
+/// One direction's `bssplit` table, `SIZE[/PERCENT]:...`, resolved as fio's
+/// `bssplit_ddir` does: parsing stops at an empty entry; a percentage above
+/// 100 counts as 100, a missing, zero or non-numeric one as blank; blank
+/// entries share what the others leave of 100 equally (fio's unsigned
+/// arithmetic included, so given percentages above 100 leave a huge share);
+/// more than 100 with two or more blanks is an error. Sorted in fio's lookup
+/// order. `None` for an empty table (the direction is left unchanged).
+fn parse_bssplit_dir(p: &str, kb: u32) -> Result<Option<Vec<(u64, u32)>>, String> {
+    const BLANK: u32 = u32::MAX;
+    let mut entries: Vec<(u64, u32)> = Vec::new();
+    for e in p.trim().split(':') {
+        let e = e.trim();
+        if e.is_empty() {
+            break;
+        }
+        if entries.len() == BSSPLIT_MAX {
+            return Err(format!(
+                "bssplit has more than {BSSPLIT_MAX} entries in one direction"
+            ));
+        }
+        let (size, perc) = match e.split_once('/') {
+            Some((s, pc)) => (s.trim(), Some(atoi(pc.trim()))),
+            None => (e, None),
+        };
+        let bs = parse_abs_bytes(size, kb)?;
+        if bs == 0 {
+            return Err("block size must be at least 1".to_string());
+        }
+        if bs > U32_MAX {
+            return Err(format!("block size {bs} is too large"));
+        }
+        let perc = match perc {
+            Some(n) if n > 100 => 100,
+            Some(n) if n > 0 => n as u32,
+            _ => BLANK,
+        };
+        entries.push((bs, perc));
+    }
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let given: u32 = entries.iter().filter(|e| e.1 != BLANK).map(|e| e.1).sum();
+    let blanks = entries.iter().filter(|e| e.1 == BLANK).count() as u32;
+    if given > 100 && blanks > 1 {
+        return Err("bssplit percentages add to more than 100%".to_string());
+    }
+    if blanks > 0 {
+        let total = if blanks == 1 && entries.len() == 1 {
+            100
+        } else {
+            given
+        };
+        let share = 100u32.wrapping_sub(total) / blanks;
+        for e in entries.iter_mut().filter(|e| e.1 == BLANK) {
+            e.1 = share;
+        }
+    }
+    // Largest percentage first; a stable sort keeps equal ones in order.
+    entries.sort_by_key(|e| std::cmp::Reverse(e.1));
+    Ok(Some(entries))
+}
+
+/// C's `atoi`: leading digits (after an optional sign), 0 when there are none.
+fn atoi(s: &str) -> i64 {
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let mut n: i64 = 0;
+    for c in digits.chars() {
+        match c.to_digit(10) {
+            Some(d) => n = n.saturating_mul(10).saturating_add(d as i64),
+            None => break,
+        }
+    }
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
 /// `bs=R[,W[,T]]`: with one value all three directions take it; with
 /// several, each given value sets its direction and the last one also fills
 /// the directions after it; an empty part leaves its direction unchanged
@@ -1054,7 +1246,7 @@ fn parse_filename(v: &str) -> Result<String, String> {
 fn parse_bs(v: &str, kb: u32, current: [u64; 3]) -> Result<[u64; 3], String> {
     if v.contains([':', '-']) {
         return Err(format!(
-            "block size ranges ('{v}') are bsrange, which is not modeled yet"
+            "block size ranges ('{v}') are given with bsrange=MIN-MAX"
         ));
     }
     let parts: Vec<&str> = v.split(',').collect();
@@ -1201,6 +1393,56 @@ mod tests {
         assert!(parse_bs("0", 1024, d).is_err());
         assert!(parse_bs("1,2,3,4", 1024, d).is_err());
         assert!(parse_bs(",", 1024, d).is_err());
+    }
+
+    #[test]
+    fn bssplit_tables_follow_fio() {
+        let t = |s: &str| parse_bssplit_dir(s, 1024).unwrap().unwrap();
+        assert_eq!(
+            t("4k/50:64k/40:1m/10"),
+            vec![(4096, 50), (65536, 40), (1 << 20, 10)]
+        );
+        // Sorted by percentage, largest first; equal ones keep their order.
+        assert_eq!(
+            t("4k/10:8k/80:16k/10"),
+            vec![(8192, 80), (4096, 10), (16384, 10)]
+        );
+        // Blanks share the rest equally (integer division).
+        assert_eq!(t("4k/50:8k:16k"), vec![(4096, 50), (8192, 25), (16384, 25)]);
+        assert_eq!(t("4k:8k:16k"), vec![(4096, 33), (8192, 33), (16384, 33)]);
+        // 0 and junk are blank; above 100 is 100.
+        assert_eq!(t("4k/0:8k/x"), vec![(4096, 50), (8192, 50)]);
+        assert_eq!(t("4k/150"), vec![(4096, 100)]);
+        // Over 100 with one blank: fio's unsigned arithmetic.
+        assert_eq!(
+            t("4k/90:8k/20:16k"),
+            vec![(16384, u32::MAX - 9), (4096, 90), (8192, 20)]
+        );
+        // Parsing stops at an empty entry.
+        assert_eq!(t("4k/50::8k/50"), vec![(4096, 50)]);
+        assert_eq!(parse_bssplit_dir("", 1024).unwrap(), None);
+        assert!(parse_bssplit_dir("4k/90:8k:16k:32k/20", 1024).is_err());
+        assert!(parse_bssplit_dir("0/50:4k/50", 1024).is_err());
+        assert!(parse_bssplit_dir("4q/50", 1024).is_err());
+        let many = vec!["4k"; 65].join(":");
+        assert!(parse_bssplit_dir(&many, 1024).is_err());
+        assert_eq!(bssplit_dirs("a,b"), [Some("a"), Some("b"), Some("b")]);
+        assert_eq!(bssplit_dirs("a,b,c"), [Some("a"), Some("b"), Some("c")]);
+        assert_eq!(bssplit_dirs(",b"), [Some(""), Some("b"), Some("b")]);
+        assert_eq!(bssplit_dirs("a"), [Some("a"); 3]);
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range("4k-16k", 1024).unwrap(), (4096, 16384));
+        assert_eq!(parse_range("16k:4k", 1024).unwrap(), (4096, 16384));
+        assert!(parse_range("4k", 1024).is_err());
+        assert!(parse_range("0-4k", 1024).is_err());
+        assert_eq!(
+            split_dirs("1k-4k,,8k-16k").unwrap(),
+            [Some("1k-4k"), None, Some("8k-16k")]
+        );
+        assert!(split_dirs(",,").is_err());
     }
 
     #[test]
