@@ -159,6 +159,7 @@ fn seed2_flush_at_head_merges_more_flushes() {
         cgroup: CgroupId(0),
         seed: 1 + i as u64,
         norandommap: true,
+        random_dist: sim::job::RandomDist::Random,
         batch_submit: 1,
         plugs: false,
         fsync_blocks: 1,

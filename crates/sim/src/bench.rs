@@ -122,6 +122,7 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             cgroup: CgroupId(0),
             seed: 42 + i as u64,
             norandommap: false,
+            random_dist: crate::job::RandomDist::Random,
             batch_submit: 1,
             plugs: false,
             fsync_blocks: 0,

@@ -4,12 +4,12 @@
 //! resolved (numjobs expanded, sizes in bytes, times in ns). A [`Job`] is its run-time
 //! state: which block comes next, how much was issued, which I/O units are in flight.
 
-use crate::offsets::BlockPicker;
+use crate::offsets::{BlockPicker, Skewed, ZoneBlocks};
 use blk::{Bio, CgroupId, Dir, IoPrio, Ns, Op, ReqFlags, Sector};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-pub use crate::fio::{BsDist, RateLimit, RwMode, ThinkTime};
+pub use crate::fio::{BsDist, RandomDist, RateLimit, RwMode, ThinkTime};
 
 /// One job clone, fully resolved.
 #[derive(Clone, Debug)]
@@ -59,6 +59,8 @@ pub struct JobConfig {
     pub seed: u64,
     /// fio `norandommap`.
     pub norandommap: bool,
+    /// fio `random_distribution`.
+    pub random_dist: RandomDist,
     /// I/Os submitted together (`iodepth_batch_submit`; 1 for synchronous engines).
     pub batch_submit: u32,
     /// The engine plugs a submission of more than two I/Os (libaio's
@@ -266,11 +268,59 @@ impl Job {
     /// A job that has not started.
     pub fn new(cfg: JobConfig) -> Job {
         let picker = |dir: usize, salt: u64| {
-            let nblocks = (cfg.size / cfg.bs[dir].max(1)).max(1);
-            if cfg.rw.is_random() {
-                BlockPicker::random(nblocks, cfg.seed ^ salt, !cfg.norandommap)
-            } else {
-                BlockPicker::sequential(nblocks)
+            let bs = cfg.bs[dir].max(1);
+            let nblocks = (cfg.size / bs).max(1);
+            let seed = cfg.seed ^ salt;
+            if !cfg.rw.is_random() {
+                return BlockPicker::sequential(nblocks);
+            }
+            let skewed = match &cfg.random_dist {
+                RandomDist::Random => None,
+                RandomDist::Zipf { theta, center } => {
+                    Some(Skewed::zipf(nblocks, *theta, *center, seed))
+                }
+                RandomDist::Pareto { h, center } => {
+                    Some(Skewed::pareto(nblocks, *h, *center, seed))
+                }
+                RandomDist::Normal { dev, center } => {
+                    Some(Skewed::normal(nblocks, *dev, *center, seed))
+                }
+                RandomDist::Zoned(z) if !z[dir].is_empty() => {
+                    // fio: a zone starts at its first percent of the blocks and
+                    // spans its share of them.
+                    let mut at = 0u64;
+                    let zones: Vec<ZoneBlocks> = z[dir]
+                        .iter()
+                        .map(|&(access, size)| {
+                            let start = at * nblocks / 100;
+                            let len = nblocks * size as u64 / 100;
+                            at += size as u64;
+                            ZoneBlocks { access, start, len }
+                        })
+                        .collect();
+                    Some(Skewed::zoned(nblocks, &zones, seed))
+                }
+                RandomDist::ZonedAbs(z) if !z[dir].is_empty() => {
+                    let mut at = 0u64;
+                    let zones: Vec<ZoneBlocks> = z[dir]
+                        .iter()
+                        .map(|&(access, size)| {
+                            let start = at / bs;
+                            at += size;
+                            ZoneBlocks {
+                                access,
+                                start,
+                                len: at / bs - start,
+                            }
+                        })
+                        .collect();
+                    Some(Skewed::zoned(nblocks, &zones, seed))
+                }
+                _ => None,
+            };
+            match skewed {
+                Some(s) => BlockPicker::Skewed(Box::new(s)),
+                None => BlockPicker::random(nblocks, seed, !cfg.norandommap),
             }
         };
         let pickers = [

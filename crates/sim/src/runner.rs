@@ -250,6 +250,20 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 spec.offset + size, info.name, capacity
             )));
         }
+        if let crate::fio::RandomDist::ZonedAbs(z) = &spec.random_distribution {
+            for (d, zones) in z.iter().enumerate().take(2) {
+                let total: u64 = zones.iter().map(|z| z.1).sum();
+                if total > size {
+                    return Err(job_err(
+                        spec,
+                        format!(
+                            "zoned_abs {} zones add up to {total} bytes, more than the region's {size}",
+                            ["read", "write"][d]
+                        ),
+                    ));
+                }
+            }
+        }
         let min_bs = match spec.rw {
             RwMode::Read | RwMode::RandRead => spec.bs.read,
             RwMode::Write | RwMode::RandWrite => spec.bs.write,
@@ -383,6 +397,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                     opts.seed ^ splitmix(base) ^ (idx as u64).wrapping_mul(0xA24B_AED4_963E_E407),
                 ),
                 norandommap: spec.norandommap,
+                random_dist: spec.random_distribution.clone(),
                 batch_submit: if spec.ioengine.is_async() {
                     spec.iodepth_batch_submit.max(1)
                 } else {

@@ -58,6 +58,7 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         cgroup: CgroupId(0),
         seed: 1,
         norandommap: false,
+        random_dist: sim::job::RandomDist::Random,
         batch_submit: 1,
         plugs: false,
         fsync_blocks: 0,

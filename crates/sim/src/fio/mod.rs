@@ -318,6 +318,41 @@ impl BsDist {
     }
 }
 
+/// fio's `random_distribution` for random jobs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RandomDist {
+    /// Uniform (`random`, the default), with the random map unless
+    /// `norandommap`.
+    Random,
+    /// `zipf[:theta[:center]]` (theta ≠ 1, default 1.1).
+    Zipf {
+        /// Zipf's exponent.
+        theta: f64,
+        /// Where the most popular block sits, 0..=1 (default: random).
+        center: Option<f64>,
+    },
+    /// `pareto[:h[:center]]` (0 < h < 1, default 0.2).
+    Pareto {
+        /// Pareto's parameter.
+        h: f64,
+        /// As for Zipf.
+        center: Option<f64>,
+    },
+    /// `normal[:dev[:center]]` (0 ≤ dev < 100, default 0).
+    Normal {
+        /// Extra spread, percent of the range.
+        dev: f64,
+        /// Where the peak sits, 0..=1 (default 0.5).
+        center: Option<f64>,
+    },
+    /// `zoned:ACCESS/SIZE%:...` per direction (read, write, trim): access
+    /// shares (adding up to 100) and zone sizes in percent of the region, in
+    /// order from its start. An empty list leaves the direction uniform.
+    Zoned([Vec<(u8, u8)>; 3]),
+    /// `zoned_abs:ACCESS/SIZE:...`: as `Zoned`, sizes in bytes.
+    ZonedAbs([Vec<(u8, u64)>; 3]),
+}
+
 /// A job's `size`: absolute or a percentage of the file/device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SizeSpec {
@@ -380,6 +415,9 @@ pub struct JobSpec {
     pub randrepeat: bool,
     /// `norandommap`.
     pub norandommap: bool,
+    /// `random_distribution` (skewed ones draw without fio's random map, as
+    /// fio does for zipf, pareto and normal).
+    pub random_distribution: RandomDist,
     /// `number_ios`; `None` when unset or 0.
     pub number_ios: Option<u64>,
     /// `stonewall` / `wait_for_previous`.

@@ -11,8 +11,8 @@ use super::number::{
     parse_time_seconds_default, parse_time_us_default, ByteValue,
 };
 use super::{
-    BlockSizes, BsDist, IoEngine, JobSpec, LogOptions, RateLimit, RwMode, SizeSpec, SourceLocation,
-    ThinkTime,
+    BlockSizes, BsDist, IoEngine, JobSpec, LogOptions, RandomDist, RateLimit, RwMode, SizeSpec,
+    SourceLocation, ThinkTime,
 };
 use crate::iolog::WindowValue;
 
@@ -128,6 +128,7 @@ static OPTIONS: &[OptDef] = &[
     m("randseed", NONE, R),
     m("randrepeat", &["allrandrepeat"], R),
     m("norandommap", NONE, Flag),
+    m("random_distribution", NONE, R),
     m("number_ios", NONE, R),
     m("stonewall", &["wait_for_previous"], Flag),
     m("ioscheduler", NONE, R),
@@ -295,7 +296,6 @@ static OPTIONS: &[OptDef] = &[
     nm("spr_op", NONE, R, NONE),
     nm("spr_cs", NONE, R, NONE),
     nm("random_generator", NONE, R, NONE),
-    nm("random_distribution", NONE, R, &["random"]),
     nm("percentage_random", NONE, R, &["100"]),
     nm("percentage_sequential", NONE, R, NONE),
     nm("nrfiles", &["nr_files"], R, ONE),
@@ -480,6 +480,7 @@ pub(crate) struct JobState {
     randseed: Option<u64>,
     randrepeat: bool,
     norandommap: bool,
+    random_distribution: RandomDist,
     number_ios: u64,
     stonewall: bool,
     ioscheduler: Option<String>,
@@ -536,6 +537,7 @@ impl Default for JobState {
             randseed: None,
             randrepeat: true,
             norandommap: false,
+            random_distribution: RandomDist::Random,
             number_ios: 0,
             stonewall: false,
             ioscheduler: None,
@@ -830,6 +832,7 @@ impl JobState {
                 }
             }
             "rate_ignore_thinktime" => self.rate_ignore_thinktime = parse_bool(v)?,
+            "random_distribution" => self.random_distribution = parse_random_dist(v, kb)?,
             "log_avg_msec" => self.logs.avg_msec = int(0, U32_MAX)?,
             "log_window_value" => {
                 self.logs.window_value = match v {
@@ -984,6 +987,7 @@ impl JobState {
             // fio: "If randseed is set, that overrides randrepeat".
             randrepeat: self.randrepeat && self.randseed.is_none(),
             norandommap: self.norandommap,
+            random_distribution: self.random_distribution.clone(),
             number_ios: (self.number_ios != 0).then_some(self.number_ios),
             stonewall: self.stonewall,
             ioscheduler: self.ioscheduler.clone(),
@@ -1152,6 +1156,169 @@ fn bssplit_dirs(v: &str) -> [Option<&str>; 3] {
             None => [Some(r), Some(rest), Some(rest)],
         },
     }
+}
+
+/// `random_distribution`: `random`, `zipf[:theta[:center]]`,
+/// `pareto[:h[:center]]`, `normal[:dev[:center]]`, `zoned:...`,
+/// `zoned_abs:...`, with fio's defaults and range checks.
+fn parse_random_dist(v: &str, kb: u32) -> Result<RandomDist, String> {
+    let (name, rest) = match v.split_once(':') {
+        Some((n, r)) => (n.trim(), Some(r)),
+        None => (v.trim(), None),
+    };
+    let floats = |default: f64| -> Result<(f64, Option<f64>), String> {
+        let Some(r) = rest else {
+            return Ok((default, None));
+        };
+        let mut it = r.split(':');
+        let num = |s: &str| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .ok_or_else(|| format!("malformed number '{s}' in random_distribution={v}"))
+        };
+        let val = num(it.next().unwrap_or(""))?;
+        let center = it.next().map(num).transpose()?;
+        if it.next().is_some() {
+            return Err(format!("too many values in random_distribution={v}"));
+        }
+        if let Some(c) = center {
+            if !(0.0..=1.0).contains(&c) {
+                return Err(format!(
+                    "distribution center {c} out of range (0 <= center <= 1.0)"
+                ));
+            }
+        }
+        Ok((val, center))
+    };
+    Ok(match name {
+        "random" => RandomDist::Random,
+        "zipf" => {
+            let (theta, center) = floats(1.1)?;
+            if theta == 1.0 {
+                return Err("zipf theta must be different from 1.0".to_string());
+            }
+            if theta <= 0.0 {
+                return Err(format!("zipf theta must be positive, got {theta}"));
+            }
+            RandomDist::Zipf { theta, center }
+        }
+        "pareto" => {
+            let (h, center) = floats(0.2)?;
+            if h <= 0.0 || h >= 1.0 {
+                return Err(format!("pareto input {h} out of range (0 < input < 1.0)"));
+            }
+            RandomDist::Pareto { h, center }
+        }
+        "normal" => {
+            let (dev, center) = floats(0.0)?;
+            if !(0.0..100.0).contains(&dev) {
+                return Err(format!(
+                    "normal deviation {dev} out of range (0 <= input < 100.0)"
+                ));
+            }
+            RandomDist::Normal { dev, center }
+        }
+        "zoned" | "zoned_abs" => {
+            let body = rest.ok_or_else(|| format!("random_distribution={name} needs zones, e.g. {name}:60/10:40/90"))?;
+            let mut rel: [Vec<(u8, u8)>; 3] = Default::default();
+            let mut abs: [Vec<(u8, u64)>; 3] = Default::default();
+            for (d, part) in bssplit_dirs(body).iter().enumerate() {
+                let Some(p) = part else { continue };
+                if name == "zoned" {
+                    rel[d] = parse_zones(p, false, kb)?
+                        .into_iter()
+                        .map(|(a, s)| (a, s as u8))
+                        .collect();
+                } else {
+                    abs[d] = parse_zones(p, true, kb)?;
+                }
+            }
+            if name == "zoned" {
+                RandomDist::Zoned(rel)
+            } else {
+                RandomDist::ZonedAbs(abs)
+            }
+        }
+        _ => {
+            return Err(format!(
+                "invalid value '{v}' for random_distribution (valid: random, zipf, pareto, normal, zoned, zoned_abs)"
+            ))
+        }
+    })
+}
+
+/// Most zones fio keeps per direction (`ZONESPLIT_MAX`).
+const ZONESPLIT_MAX: usize = 256;
+
+/// One direction's zones, `ACCESS/SIZE:...` (fio's `zone_split_ddir`): access
+/// shares must add up to exactly 100; `zoned` sizes are percentages (above
+/// 100 counts as 100; blank or 0 share what the others leave equally; more
+/// than 100 in all is an error), `zoned_abs` sizes bytes (required). Parsing
+/// stops at an empty entry; an empty list leaves the direction uniform.
+fn parse_zones(p: &str, absolute: bool, kb: u32) -> Result<Vec<(u8, u64)>, String> {
+    const BLANK: u64 = u64::MAX;
+    let mut zones: Vec<(u8, u64)> = Vec::new();
+    for e in p.trim().split(':') {
+        let e = e.trim();
+        if e.is_empty() {
+            break;
+        }
+        if zones.len() == ZONESPLIT_MAX {
+            return Err(format!("more than {ZONESPLIT_MAX} zones in one direction"));
+        }
+        let (a, size) = match e.split_once('/') {
+            Some((a, s)) => (a.trim(), Some(s.trim())),
+            None => (e, None),
+        };
+        let access = parse_plain_uint(a)
+            .ok()
+            .filter(|n| *n <= 100)
+            .ok_or_else(|| format!("zone access share '{a}' is not a percentage (0..100)"))?;
+        let size = if absolute {
+            let s =
+                size.ok_or_else(|| format!("zoned_abs zone '{e}' needs a size (ACCESS/SIZE)"))?;
+            let b = parse_abs_bytes(s, kb)?;
+            if b == 0 {
+                return Err(format!("zoned_abs zone '{e}' has size 0"));
+            }
+            b
+        } else {
+            match size.map(atoi) {
+                Some(n) if n > 100 => 100,
+                Some(n) if n > 0 => n as u64,
+                _ => BLANK,
+            }
+        };
+        zones.push((access as u8, size));
+    }
+    if zones.is_empty() {
+        return Ok(zones);
+    }
+    let access: u64 = zones.iter().map(|z| z.0 as u64).sum();
+    if access != 100 {
+        return Err(format!("zone access shares add up to {access}, not 100"));
+    }
+    if !absolute {
+        let given: u64 = zones.iter().filter(|z| z.1 != BLANK).map(|z| z.1).sum();
+        let blanks = zones.iter().filter(|z| z.1 == BLANK).count() as u64;
+        if given > 100 {
+            return Err("zone sizes add to more than 100%".to_string());
+        }
+        if blanks > 0 {
+            let total = if blanks == 1 && zones.len() == 1 {
+                100
+            } else {
+                given
+            };
+            let share = (100 - total) / blanks;
+            for z in zones.iter_mut().filter(|z| z.1 == BLANK) {
+                z.1 = share;
+            }
+        }
+    }
+    Ok(zones)
 }
 
 /// Most entries fio keeps in one direction's `bssplit` (`BSSPLIT_MAX`).
