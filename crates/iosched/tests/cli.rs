@@ -485,3 +485,50 @@ fn fio_logs_are_written_beside_the_report() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn fio_command_line_takes_the_new_workload_options() {
+    // Rates per direction, a block-size split, thinktime and a skewed
+    // distribution together, in fio's command-line form.
+    let o = iosched(&[
+        "fio",
+        "--name=mix",
+        "--ioengine=psync",
+        "--direct=1",
+        "--rw=randrw",
+        "--size=64m",
+        "--time_based",
+        "--runtime=2",
+        "--rate_iops=200,100",
+        "--bssplit=4k/50:8k/50,16k",
+        "--thinktime=10",
+        "--random_distribution=zipf:1.2",
+        "--output-format=json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = &v["jobs"][0];
+    let iops = |d: &str| j[d]["iops"].as_f64().unwrap();
+    assert!((iops("write") - 100.0).abs() <= 1.0, "{}", iops("write"));
+    // With sizes that vary, fio's rate_iops counts in the smallest size: reads
+    // are held to 200 × 4 KiB per second, fewer than 200 I/Os of 6 KiB average.
+    let read_bw = j["read"]["bw_bytes"].as_f64().unwrap();
+    assert!((read_bw / (200.0 * 4096.0) - 1.0).abs() < 0.01, "{read_bw}");
+    assert!(iops("read") < 150.0, "{}", iops("read"));
+    // 16 KiB writes, 4 and 8 KiB reads (6 KiB on average).
+    let bs = |d: &str| j[d]["io_bytes"].as_f64().unwrap() / j[d]["total_ios"].as_f64().unwrap();
+    assert_eq!(bs("write"), 16384.0);
+    assert!((bs("read") - 6144.0).abs() < 400.0, "{}", bs("read"));
+    // None of them is listed as ignored any more.
+    assert_eq!(v["iosched"]["ignored_options"], serde_json::json!([]));
+    // Bad values stop with the option named.
+    assert_bad(
+        &iosched(&[
+            "fio",
+            "--name=x",
+            "--direct=1",
+            "--thinktime_blocks_type=often",
+        ]),
+        &["thinktime_blocks_type", "complete, issue"],
+    );
+}
