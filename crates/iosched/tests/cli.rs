@@ -532,3 +532,16 @@ fn fio_command_line_takes_the_new_workload_options() {
         &["thinktime_blocks_type", "complete, issue"],
     );
 }
+
+#[test]
+fn app_like_example_runs() {
+    let f = format!("{}/../../examples/app-like.fio", env!("CARGO_MANIFEST_DIR"));
+    let o = iosched(&["run", &f, "--device", "ssd-sata", "--output-format=json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The background writer's rate holds: after each 50 ms pause it catches up
+    // (fio's default, without rate_ignore_thinktime).
+    let bw = v["jobs"][1]["write"]["bw_bytes"].as_f64().unwrap() / (1 << 20) as f64;
+    assert!((bw - 20.0).abs() < 0.1, "{bw}");
+    assert!(v["jobs"][0]["read"]["iops"].as_f64().unwrap() > 1000.0);
+}
