@@ -319,24 +319,17 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             }
         };
         let lo = &spec.logs;
-        // With a bandwidth (IOPS) log, fio samples bandwidth (IOPS) every
-        // log_avg_msec, or per I/O when it is 0 (bwavgtime/iopsavgtime only take
-        // their default here, so they never win).
+        // bwavgtime / iopsavgtime, and with a bandwidth (IOPS) log, log_avg_msec
+        // (0: one sample per I/O), set how the statistics sample.
+        let (bw_avg_ms, bw_log_ms) = lo.windows(true);
+        let (iops_avg_ms, iops_log_ms) = lo.windows(false);
         let recorder = RecorderConfig {
             record_slat: spec.ioengine.is_async(),
-            bw_avg_ms: if lo.bw_prefix.is_some() {
-                lo.avg_msec
-            } else {
-                stats::DEFAULT_AVG_TIME_MS
-            },
-            iops_avg_ms: if lo.iops_prefix.is_some() {
-                lo.avg_msec
-            } else {
-                stats::DEFAULT_AVG_TIME_MS
-            },
+            bw_avg_ms,
+            iops_avg_ms,
         };
-        let params = LogParams {
-            avg_msec: lo.avg_msec,
+        let params = |avg_msec| LogParams {
+            avg_msec,
             window_value: lo.window_value,
             offset: lo.offset,
             prio: lo.prio,
@@ -346,11 +339,16 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             let idx = clones.len() as u32;
             recording.push((recorder.clone(), log_prio));
             let mut target = |kind, prefix: &Option<String>, off: bool| {
+                let avg = match kind {
+                    LogKind::Bw => bw_log_ms,
+                    LogKind::Iops => iops_log_ms,
+                    _ => lo.avg_msec,
+                };
                 if let (Some(p), false) = (prefix, off) {
                     log_targets.push(LogTarget {
                         clone: idx as usize,
                         kind,
-                        params,
+                        params: params(avg),
                         path: log_file_name(p, kind, idx as usize + 1, lo.per_job),
                     });
                 }

@@ -339,3 +339,47 @@ fn log_option_errors_name_the_line() {
     assert_eq!(input.jobs[0].logs.lat_prefix.as_deref(), Some("myjob"));
     assert!(input.ignored.is_empty(), "{:?}", input.ignored);
 }
+
+#[test]
+fn bwavgtime_and_iopsavgtime_set_the_sampling_windows() {
+    let dir = tmpdir("avgtime");
+    let base =
+        "[j]\nioengine=libaio\niodepth=4\ndirect=1\nrw=randread\nbs=4k\ntime_based\nruntime=4\n";
+    // Without logs: one bandwidth sample per second, one IOPS sample per 250 ms.
+    let rep = run_in(
+        &dir,
+        "ssd-sata",
+        &format!("{base}bwavgtime=1000\niopsavgtime=250\n"),
+    )
+    .unwrap();
+    let st = &rep.jobs[0].stats.read;
+    assert_eq!((st.bw.count(), st.iops.count()), (4, 16));
+    // Given explicitly, bwavgtime stays the sampling window and the log
+    // averages over the smaller of it and log_avg_msec (fio's add_job).
+    let rep = run_in(
+        &dir,
+        "ssd-sata",
+        &format!("{base}bwavgtime=1000\nlog_avg_msec=2000\nwrite_bw_log=@/w\n"),
+    )
+    .unwrap();
+    let bw = read_log(&dir.join("w_bw.1.log"));
+    assert_eq!(
+        bw.iter().map(|l| l[0]).collect::<Vec<_>>(),
+        [1000, 2000, 3000, 4000]
+    );
+    assert_eq!(rep.jobs[0].stats.read.bw.count(), 4);
+    // With log_avg_msec=0 the log samples every I/O, and so does the report.
+    let rep = run_in(
+        &dir,
+        "ssd-sata",
+        &format!("{base}bwavgtime=1000\nwrite_bw_log=@/u\n"),
+    )
+    .unwrap();
+    let st = &rep.jobs[0].stats.read;
+    assert_eq!(st.bw.count(), st.total_ios);
+    for bad in ["bwavgtime=0", "iopsavgtime=x"] {
+        let e = parse_job_file("t.fio", &format!("[j]\ndirect=1\n{bad}\n")).unwrap_err();
+        assert!(e.to_string().starts_with("t.fio:3:"), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -522,6 +522,11 @@ pub struct LogOptions {
     pub iops_prefix: Option<String>,
     /// `log_avg_msec` (0: one sample per I/O).
     pub avg_msec: u64,
+    /// `bwavgtime`, when given (fio's bandwidth sampling window, default 500
+    /// ms).
+    pub bw_avg_msec: Option<u64>,
+    /// `iopsavgtime`, when given (the IOPS sampling window, default 500 ms).
+    pub iops_avg_msec: Option<u64>,
     /// `log_max_value` / `log_window_value`.
     pub window_value: crate::iolog::WindowValue,
     /// `log_offset`.
@@ -547,6 +552,8 @@ impl Default for LogOptions {
             bw_prefix: None,
             iops_prefix: None,
             avg_msec: 0,
+            bw_avg_msec: None,
+            iops_avg_msec: None,
             window_value: crate::iolog::WindowValue::Avg,
             offset: false,
             prio: false,
@@ -563,6 +570,30 @@ impl LogOptions {
     /// Whether the job writes any log.
     pub fn any(&self) -> bool {
         self.lat_prefix.is_some() || self.bw_prefix.is_some() || self.iops_prefix.is_some()
+    }
+
+    /// fio's sampling windows for the bandwidth (`bw`) or IOPS statistics and
+    /// the averaging window of that log, ms, as fio's `add_job` resolves them:
+    /// without the log, `bwavgtime` / `iopsavgtime` (default 500); with it,
+    /// `log_avg_msec` for both, unless `bwavgtime` / `iopsavgtime` was given,
+    /// which then stays the sampling window while the log averages over the
+    /// smaller of the two. A log window of 0 samples every I/O (and so do the
+    /// statistics).
+    pub fn windows(&self, bw: bool) -> (u64, u64) {
+        let (prefix, given) = if bw {
+            (&self.bw_prefix, self.bw_avg_msec)
+        } else {
+            (&self.iops_prefix, self.iops_avg_msec)
+        };
+        let default = crate::stats::DEFAULT_AVG_TIME_MS;
+        match (prefix, given) {
+            (None, g) => (g.unwrap_or(default), self.avg_msec),
+            (Some(_), None) => (self.avg_msec, self.avg_msec),
+            (Some(_), Some(g)) => {
+                let log = self.avg_msec.min(g);
+                (if log == 0 { 0 } else { g }, log)
+            }
+        }
     }
 }
 

@@ -154,6 +154,8 @@ static OPTIONS: &[OptDef] = &[
     m("write_lat_log", NONE, Optional),
     m("write_iops_log", NONE, Optional),
     m("log_avg_msec", NONE, R),
+    m("bwavgtime", NONE, R),
+    m("iopsavgtime", NONE, R),
     m("log_window_value", &["log_max_value"], R),
     m("log_offset", NONE, R),
     m("log_prio", NONE, R),
@@ -389,8 +391,6 @@ static OPTIONS: &[OptDef] = &[
     nm("exit_what", NONE, R, NONE),
     nm("exitall_on_error", NONE, Flag, NONE),
     nm("block_error_percentiles", NONE, R, ZERO),
-    nm("bwavgtime", NONE, R, &["500"]),
-    nm("iopsavgtime", NONE, R, &["500"]),
     nm("significant_figures", NONE, R, &["4"]),
     nm("unified_rw_reporting", NONE, R, &["none", "0"]),
     nm("ignore_error", NONE, R, NONE),
@@ -834,6 +834,8 @@ impl JobState {
             "rate_ignore_thinktime" => self.rate_ignore_thinktime = parse_bool(v)?,
             "random_distribution" => self.random_distribution = parse_random_dist(v, kb)?,
             "log_avg_msec" => self.logs.avg_msec = int(0, U32_MAX)?,
+            "bwavgtime" => self.logs.bw_avg_msec = Some(int(1, U32_MAX)?),
+            "iopsavgtime" => self.logs.iops_avg_msec = Some(int(1, U32_MAX)?),
             "log_window_value" => {
                 self.logs.window_value = match v {
                     "avg" | "0" => WindowValue::Avg,
