@@ -234,8 +234,8 @@ fn impossible_values() {
         ("buffered.fio", "[j]\nrw=read\n", "buffered"),
         (
             "notmodeled.fio",
-            "[j]\ndirect=1\nrw=write\nrate=1m\n",
-            "rate",
+            "[j]\ndirect=1\nrw=write\nrate_min=1m\n",
+            "rate_min",
         ),
         (
             "bs513.fio",
@@ -523,4 +523,120 @@ fn cgroup_weight_reaches_bfq_groups() {
     let iops = |i: usize| v["jobs"][i]["read"]["iops"].as_f64().unwrap();
     let ratio = iops(0) / iops(1);
     assert!((6.0..10.0).contains(&ratio), "hi/lo {ratio}");
+}
+
+#[test]
+fn fio_logs_are_written_beside_the_report() {
+    let dir = std::env::temp_dir().join(format!("iosched-cli-logs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let prefix = dir.join("r").to_string_lossy().into_owned();
+    let lat = format!("--write_lat_log={prefix}");
+    let bw = format!("--write_bw_log={prefix}");
+    let o = iosched(&[
+        "fio",
+        "--name=r",
+        "--ioengine=libaio",
+        "--iodepth=4",
+        "--direct=1",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=256k",
+        &lat,
+        &bw,
+        "--log_offset=1",
+        "--output-format=json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = v["jobs"][0]["read"]["clat_ns"]["N"].as_u64().unwrap();
+    assert_eq!(n, 64);
+    let mean = v["jobs"][0]["read"]["clat_ns"]["mean"].as_f64().unwrap();
+    let clat = std::fs::read_to_string(format!("{prefix}_clat.1.log")).unwrap();
+    let values: Vec<f64> = clat
+        .lines()
+        .map(|l| l.split(", ").nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(values.len() as u64, n);
+    assert!((values.iter().sum::<f64>() / n as f64 - mean).abs() < 1e-6 * mean);
+    for kind in ["lat", "slat", "bw"] {
+        let t = std::fs::read_to_string(format!("{prefix}_{kind}.1.log")).unwrap();
+        assert_eq!(t.lines().count(), 64, "{kind}");
+        assert!(t.lines().all(|l| l.split(", ").count() == 6), "{kind}");
+    }
+    // A log that cannot be created stops the run: exit 2, no report, no file.
+    let f = job_file(
+        "badlog.fio",
+        &format!("{SMALL}write_lat_log={prefix}-ok\nwrite_iops_log={prefix}/no/such\n"),
+    );
+    let o = iosched(&["run", &f]);
+    assert_bad(&o, &["no/such_iops.1.log"]);
+    assert!(!std::path::Path::new(&format!("{prefix}-ok_lat.1.log")).exists());
+    // Bad log settings name the file and line.
+    let f = job_file("badlog2.fio", &format!("{SMALL}log_max_value=median\n"));
+    assert_bad(
+        &iosched(&["run", &f]),
+        &["badlog2.fio:10:", "log_max_value"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn fio_command_line_takes_the_new_workload_options() {
+    // Rates per direction, a block-size split, thinktime and a skewed
+    // distribution together, in fio's command-line form.
+    let o = iosched(&[
+        "fio",
+        "--name=mix",
+        "--ioengine=psync",
+        "--direct=1",
+        "--rw=randrw",
+        "--size=64m",
+        "--time_based",
+        "--runtime=2",
+        "--rate_iops=200,100",
+        "--bssplit=4k/50:8k/50,16k",
+        "--thinktime=10",
+        "--random_distribution=zipf:1.2",
+        "--output-format=json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = &v["jobs"][0];
+    let iops = |d: &str| j[d]["iops"].as_f64().unwrap();
+    assert!((iops("write") - 100.0).abs() <= 1.0, "{}", iops("write"));
+    // With sizes that vary, fio's rate_iops counts in the smallest size: reads
+    // are held to 200 × 4 KiB per second, fewer than 200 I/Os of 6 KiB average.
+    let read_bw = j["read"]["bw_bytes"].as_f64().unwrap();
+    assert!((read_bw / (200.0 * 4096.0) - 1.0).abs() < 0.01, "{read_bw}");
+    assert!(iops("read") < 150.0, "{}", iops("read"));
+    // 16 KiB writes, 4 and 8 KiB reads (6 KiB on average).
+    let bs = |d: &str| j[d]["io_bytes"].as_f64().unwrap() / j[d]["total_ios"].as_f64().unwrap();
+    assert_eq!(bs("write"), 16384.0);
+    assert!((bs("read") - 6144.0).abs() < 400.0, "{}", bs("read"));
+    // None of them is listed as ignored any more.
+    assert_eq!(v["iosched"]["ignored_options"], serde_json::json!([]));
+    // Bad values stop with the option named.
+    assert_bad(
+        &iosched(&[
+            "fio",
+            "--name=x",
+            "--direct=1",
+            "--thinktime_blocks_type=often",
+        ]),
+        &["thinktime_blocks_type", "complete, issue"],
+    );
+}
+
+#[test]
+fn app_like_example_runs() {
+    let f = format!("{}/../../examples/app-like.fio", env!("CARGO_MANIFEST_DIR"));
+    let o = iosched(&["run", &f, "--device", "ssd-sata", "--output-format=json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The background writer's rate holds: after each 50 ms pause it catches up
+    // (fio's default, without rate_ignore_thinktime).
+    let bw = v["jobs"][1]["write"]["bw_bytes"].as_f64().unwrap() / (1 << 20) as f64;
+    assert!((bw - 20.0).abs() < 0.1, "{bw}");
+    assert!(v["jobs"][0]["read"]["iops"].as_f64().unwrap() > 1000.0);
 }

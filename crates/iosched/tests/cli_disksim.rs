@@ -86,9 +86,11 @@ fn import_then_replay_atlas() {
     let log = std::fs::read_to_string(format!("{}_clat.1.log", prefix.display())).unwrap();
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 10_000);
-    // fio's format: time ms, latency ns, direction, bytes, offset bytes; trace order.
+    // fio's format with log_offset=1: time ms, latency ns, direction, bytes,
+    // offset bytes, priority; trace order.
     let f: Vec<&str> = lines[0].split(", ").collect();
-    assert_eq!(f.len(), 5, "{}", lines[0]);
+    assert_eq!(f.len(), 6, "{}", lines[0]);
+    assert_eq!(f[5], "0");
     assert_eq!(f[2], "1", "first request is a write");
     assert_eq!(f[3], (12 * 512).to_string());
     assert_eq!(f[4], (11392096u64 * 512).to_string());

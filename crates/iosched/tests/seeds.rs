@@ -143,6 +143,7 @@ fn seed2_flush_at_head_merges_more_flushes() {
         rw: RwMode::RandWrite,
         rwmixread: 50,
         bs: [4096, 4096],
+        bs_dist: [None, None],
         offset: 0,
         size: 1 << 30,
         io_limit: 1 << 30,
@@ -159,12 +160,15 @@ fn seed2_flush_at_head_merges_more_flushes() {
         cgroup: CgroupId(0),
         seed: 1 + i as u64,
         norandommap: true,
+        random_dist: sim::job::RandomDist::Random,
         batch_submit: 1,
         plugs: false,
         fsync_blocks: 1,
         end_fsync: false,
         fua_writes: false,
         submit_cost_ns: 1500,
+        thinktime: None,
+        rate: None,
     };
     let flushes = |fi: FlushInsert| {
         let cfg = SimConfig {

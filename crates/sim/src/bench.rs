@@ -106,6 +106,7 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             rw: w.rw,
             rwmixread: 50,
             bs: [w.bs, w.bs],
+            bs_dist: [None, None],
             offset: 0,
             size: 1 << 30,
             io_limit: 1 << 30,
@@ -122,12 +123,15 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             cgroup: CgroupId(0),
             seed: 42 + i as u64,
             norandommap: false,
+            random_dist: crate::job::RandomDist::Random,
             batch_submit: 1,
             plugs: false,
             fsync_blocks: 0,
             end_fsync: false,
             fua_writes: false,
             submit_cost_ns: 0,
+            thinktime: None,
+            rate: None,
         })
         .collect();
     let dev = devices::profile(w.device)

@@ -4,12 +4,12 @@
 //! resolved (numjobs expanded, sizes in bytes, times in ns). A [`Job`] is its run-time
 //! state: which block comes next, how much was issued, which I/O units are in flight.
 
-use crate::offsets::BlockPicker;
+use crate::offsets::{BlockPicker, Skewed, ZoneBlocks};
 use blk::{Bio, CgroupId, Dir, IoPrio, Ns, Op, ReqFlags, Sector};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-pub use crate::fio::RwMode;
+pub use crate::fio::{BsDist, RandomDist, RateLimit, RwMode, ThinkTime};
 
 /// One job clone, fully resolved.
 #[derive(Clone, Debug)]
@@ -24,8 +24,11 @@ pub struct JobConfig {
     pub rw: RwMode,
     /// Share of reads in mixed modes, percent.
     pub rwmixread: u32,
-    /// Block size per direction, bytes.
+    /// Block size per direction, bytes (the smallest, when sizes vary).
     pub bs: [u64; 2],
+    /// Per direction, how block sizes vary (`bsrange`, `bssplit`); `None`: every
+    /// I/O has `bs`.
+    pub bs_dist: [Option<BsDist>; 2],
     /// Start of the region, bytes.
     pub offset: u64,
     /// Length of the region, bytes.
@@ -58,6 +61,8 @@ pub struct JobConfig {
     pub seed: u64,
     /// fio `norandommap`.
     pub norandommap: bool,
+    /// fio `random_distribution`.
+    pub random_dist: RandomDist,
     /// I/Os submitted together (`iodepth_batch_submit`; 1 for synchronous engines).
     pub batch_submit: u32,
     /// The engine plugs a submission of more than two I/Os (libaio's
@@ -76,6 +81,28 @@ pub struct JobConfig {
     /// this long after the thread starts on them, one after another, and fio reports
     /// it as submission latency. 0 = submissions cost nothing.
     pub submit_cost_ns: u64,
+    /// fio's `thinktime` family, if the job thinks.
+    pub thinktime: Option<ThinkTime>,
+    /// fio's rate limiting, if the job is limited.
+    pub rate: Option<RateLimit>,
+}
+
+/// Why a job's thread stops submitting for a while.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StallKind {
+    /// A thinktime stall.
+    Think,
+    /// Ahead of its rate: sleep this long, ns.
+    Rate(u64),
+}
+
+/// A stall's progress: fio first waits for all the job's I/O to complete
+/// (`io_u_quiesce`), then sleeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stall {
+    None,
+    Draining(StallKind),
+    Sleeping(StallKind),
 }
 
 /// One I/O in flight.
@@ -83,6 +110,7 @@ pub struct JobConfig {
 struct IoUnit {
     submit: Ns,
     issue: Ns,
+    offset: u64,
     bytes: u32,
     dir: u8,
     sync: bool,
@@ -126,6 +154,91 @@ pub struct Job {
     /// Completed I/O units the thread has not reaped yet: free in the kernel,
     /// not yet back on fio's free list.
     unreaped: u32,
+    /// I/Os reaped (fio's `io_blocks`).
+    reaped_ios: u64,
+    /// The thinktime check of the last submission waits for the next reap (the
+    /// submission filled the queue, so fio's loop iteration ends in a reap).
+    think_check_pending: bool,
+    /// A thinktime or rate stall in progress.
+    stall: Stall,
+    /// The block count at the last thinktime stall (fio's `last_thinktime_blocks`).
+    last_think_blocks: u64,
+    /// When the last thinktime stall ended (fio's `last_thinktime`).
+    last_think_at: Ns,
+    /// Direction of the last I/O issued.
+    last_dir: Dir,
+    /// Rate limiting: the time origin (fio's `epoch`: the start, then the end of
+    /// the ramp time).
+    rate_epoch: Ns,
+    /// Bytes issued per direction since `rate_epoch` (`rate_io_issue_bytes`).
+    rate_issue_bytes: [u64; 2],
+    /// When the next I/O of each direction is due, µs after `rate_epoch`
+    /// (`rate_next_io_time`).
+    rate_next_us: [u64; 2],
+    /// The Poisson process's clock per direction, µs (`last_usec`).
+    rate_last_us: [u64; 2],
+    /// The Poisson process's generators.
+    rate_rng: [Pcg64Mcg; 2],
+    /// The direction a rate sleep ended in: the next I/O goes that way without
+    /// a new check (fio issues it right after `rate_ddir` returns).
+    rate_dir: Option<Dir>,
+    /// Draws block sizes that vary (fio's `bsrange_state`).
+    bs_rng: Pcg64Mcg,
+    /// Sequential position per direction, bytes into the region, when sizes
+    /// vary (fio's `last_pos`).
+    seq_pos: [u64; 2],
+}
+
+/// What the rate limit says about the next I/O.
+enum RateDecision {
+    /// Issue it now, in this direction.
+    Go(Dir),
+    /// Sleep this long (µs), then issue it in this direction.
+    Wait(Dir, u64),
+    /// The runtime is over (fio's `DDIR_INVAL`).
+    Stop,
+}
+
+/// One block size from `dist` that is at most `room` bytes, as fio's
+/// `get_next_buflen` draws it: `bsrange` takes min + max × U (U uniform in
+/// [0, 1)); `bssplit` takes the first entry whose running percentage total
+/// reaches a uniform draw in 1..=100 (and fits), else the last one. Either is
+/// then rounded down to a multiple of the smallest size and capped at the
+/// largest, and drawn again until it fits (`io_u_fits`); the smallest size
+/// when nothing else does.
+pub fn draw_bs(dist: &BsDist, rng: &mut Pcg64Mcg, room: u64) -> u64 {
+    let (min, max) = (dist.min(), dist.max());
+    for _ in 0..64 {
+        let raw = match dist {
+            BsDist::Range { .. } => min + (max as f64 * rng.gen::<f64>()) as u64,
+            BsDist::Split(table) => {
+                let v = rng.gen_range(1..=100u64);
+                let mut total = 0u64;
+                let mut len = 0;
+                for &(bs, perc) in table {
+                    if perc == 0 {
+                        continue;
+                    }
+                    len = bs;
+                    total += perc as u64;
+                    if v <= total && bs <= room {
+                        break;
+                    }
+                }
+                len
+            }
+        };
+        let aligned = if min.is_power_of_two() {
+            raw & !(min - 1)
+        } else {
+            raw - raw % min.max(1)
+        };
+        let len = aligned.min(max);
+        if len > 0 && len <= room {
+            return len;
+        }
+    }
+    min
 }
 
 /// Owner token of a bio: job index and I/O unit.
@@ -149,17 +262,67 @@ pub struct IoDone {
     pub submit: Ns,
     /// When it entered the block layer (the end of its submission).
     pub issue: Ns,
+    /// Where, bytes from the start of the device.
+    pub offset: u64,
 }
 
 impl Job {
     /// A job that has not started.
     pub fn new(cfg: JobConfig) -> Job {
         let picker = |dir: usize, salt: u64| {
-            let nblocks = (cfg.size / cfg.bs[dir].max(1)).max(1);
-            if cfg.rw.is_random() {
-                BlockPicker::random(nblocks, cfg.seed ^ salt, !cfg.norandommap)
-            } else {
-                BlockPicker::sequential(nblocks)
+            let bs = cfg.bs[dir].max(1);
+            let nblocks = (cfg.size / bs).max(1);
+            let seed = cfg.seed ^ salt;
+            if !cfg.rw.is_random() {
+                return BlockPicker::sequential(nblocks);
+            }
+            let skewed = match &cfg.random_dist {
+                RandomDist::Random => None,
+                RandomDist::Zipf { theta, center } => {
+                    Some(Skewed::zipf(nblocks, *theta, *center, seed))
+                }
+                RandomDist::Pareto { h, center } => {
+                    Some(Skewed::pareto(nblocks, *h, *center, seed))
+                }
+                RandomDist::Normal { dev, center } => {
+                    Some(Skewed::normal(nblocks, *dev, *center, seed))
+                }
+                RandomDist::Zoned(z) if !z[dir].is_empty() => {
+                    // fio: a zone starts at its first percent of the blocks and
+                    // spans its share of them.
+                    let mut at = 0u64;
+                    let zones: Vec<ZoneBlocks> = z[dir]
+                        .iter()
+                        .map(|&(access, size)| {
+                            let start = at * nblocks / 100;
+                            let len = nblocks * size as u64 / 100;
+                            at += size as u64;
+                            ZoneBlocks { access, start, len }
+                        })
+                        .collect();
+                    Some(Skewed::zoned(nblocks, &zones, seed))
+                }
+                RandomDist::ZonedAbs(z) if !z[dir].is_empty() => {
+                    let mut at = 0u64;
+                    let zones: Vec<ZoneBlocks> = z[dir]
+                        .iter()
+                        .map(|&(access, size)| {
+                            let start = at / bs;
+                            at += size;
+                            ZoneBlocks {
+                                access,
+                                start,
+                                len: at / bs - start,
+                            }
+                        })
+                        .collect();
+                    Some(Skewed::zoned(nblocks, &zones, seed))
+                }
+                _ => None,
+            };
+            match skewed {
+                Some(s) => BlockPicker::Skewed(Box::new(s)),
+                None => BlockPicker::random(nblocks, seed, !cfg.norandommap),
             }
         };
         let pickers = [
@@ -180,6 +343,23 @@ impl Job {
             reap_min: 1,
             reap_max: 1,
             unreaped: 0,
+            reaped_ios: 0,
+            think_check_pending: false,
+            stall: Stall::None,
+            last_think_blocks: 0,
+            last_think_at: Ns::ZERO,
+            last_dir: Dir::Read,
+            rate_epoch: Ns::ZERO,
+            rate_issue_bytes: [0; 2],
+            rate_next_us: [0; 2],
+            rate_last_us: [0; 2],
+            rate_rng: [
+                Pcg64Mcg::seed_from_u64(cfg.seed ^ 0x9015_5011_0000_0000),
+                Pcg64Mcg::seed_from_u64(cfg.seed ^ 0x9015_5011_0000_0001),
+            ],
+            rate_dir: None,
+            bs_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xB55B_0000_0000_0000),
+            seq_pos: [0; 2],
             cfg,
             start: Ns::ZERO,
             started: false,
@@ -201,6 +381,189 @@ impl Job {
             && self.reaped_free() > 0
             && !self.sync_inflight
             && !self.sync_due()
+            && !self.stalled()
+    }
+
+    /// Stalled by thinktime or its rate limit: waiting for its I/O to drain, or
+    /// sleeping.
+    pub fn stalled(&self) -> bool {
+        self.stall != Stall::None
+    }
+
+    /// The job started at `now` (thinktime's I/O time and the rate limit count
+    /// from here).
+    pub fn start_at(&mut self, now: Ns) {
+        self.started = true;
+        self.start = now;
+        self.end = now;
+        self.last_think_at = now;
+        self.rate_epoch = now;
+    }
+
+    /// The ramp time ended at `now`: as fio resets its clock (`epoch`) and I/O
+    /// counters, the rate limit starts over from here.
+    pub fn ramp_over(&mut self, now: Ns) {
+        self.rate_epoch = now;
+        self.rate_issue_bytes = [0; 2];
+        self.rate_next_us = [0; 2];
+        self.rate_last_us = [0; 2];
+    }
+
+    /// fio's `usec_for_io`: when the next I/O in direction `d` is due, µs after
+    /// the epoch, once `rate_issue_bytes` have been issued.
+    fn usec_for_io(&mut self, d: usize) -> u64 {
+        let Some(r) = self.cfg.rate else {
+            return 0;
+        };
+        let bps = r.bps[d];
+        if bps == 0 {
+            return 0;
+        }
+        if r.poisson {
+            // Exponential gaps with mean 10^6 / IOPS µs (fio truncates the mean to
+            // whole µs first); U in (0, 1].
+            let bs = self.cfg.bs[d].max(1);
+            let mean_us = match bps / bs {
+                0 => 1_000_000 * bs / bps,
+                iops => 1_000_000 / iops,
+            };
+            let u = (self.rate_rng[d].gen::<u64>() >> 11) as f64 + 1.0;
+            let u = u / (1u64 << 53) as f64;
+            let gap = (mean_us as f64 * -(u.ln())) as u64;
+            self.rate_last_us[d] += gap;
+            return self.rate_last_us[d];
+        }
+        let bytes = self.rate_issue_bytes[d];
+        let secs = bytes / bps;
+        let rem = bytes % bps;
+        ((rem as u128 * 1_000_000) / bps as u128) as u64 + secs * 1_000_000
+    }
+
+    /// fio's `rate_ddir`: may the next I/O, in direction `dir`, go now? A mixed
+    /// job ahead of its rate in one direction switches to the other when that
+    /// one is due, and otherwise sleeps until the earlier of the two.
+    fn rate_ddir(&self, dir: Dir, now: Ns) -> RateDecision {
+        let now_us = now.0.saturating_sub(self.rate_epoch.0) / 1_000;
+        let d = dir.idx();
+        if self.rate_next_us[d] <= now_us {
+            return RateDecision::Go(dir);
+        }
+        let other = if d == 0 { Dir::Write } else { Dir::Read };
+        let o = other.idx();
+        let other_share = if o == 0 {
+            self.cfg.rwmixread
+        } else {
+            100 - self.cfg.rwmixread
+        };
+        let (mut dir, mut usec) = (dir, self.rate_next_us[d] - now_us);
+        if self.cfg.rw.reads() && self.cfg.rw.writes() && other_share > 0 {
+            if self.rate_next_us[o] <= now_us {
+                return RateDecision::Go(other);
+            }
+            if self.rate_next_us[o] < self.rate_next_us[d] {
+                dir = other;
+                usec = self.rate_next_us[o] - now_us;
+            }
+        }
+        if let Some(rt) = self.cfg.runtime {
+            let timeout_us = rt / 1_000;
+            if usec + now_us > timeout_us {
+                if now_us > timeout_us {
+                    return RateDecision::Stop;
+                }
+                usec = timeout_us - now_us;
+            }
+        }
+        RateDecision::Wait(dir, usec)
+    }
+
+    /// fio's `handle_thinktime` check at the end of one loop iteration: stall
+    /// once `thinktime_blocks` more I/Os have been issued or completed (as
+    /// `thinktime_blocks_type` says) or `thinktime_iotime` has passed.
+    fn think_check(&mut self, now: Ns) {
+        let Some(t) = self.cfg.thinktime else {
+            return;
+        };
+        let mut stall = false;
+        if t.iotime_us > 0 {
+            if now.0.saturating_sub(self.last_think_at.0) >= t.iotime_us * 1_000 {
+                stall = true;
+            } else if !t.blocks_set {
+                return;
+            }
+        }
+        let b = if t.by_issue {
+            self.issued_ios
+        } else {
+            self.reaped_ios
+        };
+        if b >= self.last_think_blocks + t.blocks {
+            stall = true;
+        }
+        if stall {
+            self.stall = Stall::Draining(StallKind::Think);
+            self.last_think_blocks = b;
+        }
+    }
+
+    /// The pending stall may start now (nothing in flight, thread idle): how
+    /// long the thread sleeps, ns. A thinktime stall lasts `thinktime` (of which
+    /// `thinktime_spin` busy on the CPU, which the simulator does not tell
+    /// apart), cut short at `limit` (the end of the job's runtime, as fio does);
+    /// a rate stall as long as the rate check said. `None` when no stall is due.
+    pub fn start_stall(&mut self, now: Ns, limit: Option<Ns>) -> Option<u64> {
+        let Stall::Draining(kind) = self.stall else {
+            return None;
+        };
+        if self.inflight > 0 || self.cpu_pending {
+            return None;
+        }
+        // io_u_quiesce has reaped every completion.
+        self.reaped_ios += self.unreaped as u64;
+        self.unreaped = 0;
+        self.stall = Stall::Sleeping(kind);
+        let dur = match kind {
+            StallKind::Rate(ns) => ns,
+            StallKind::Think => {
+                let t = self.cfg.thinktime?;
+                let mut dur = t.think_us.max(t.spin_us) * 1_000;
+                if let Some(l) = limit {
+                    dur = dur.min(l.0.saturating_sub(now.0));
+                }
+                dur
+            }
+        };
+        Some(dur)
+    }
+
+    /// The stall that started `slept` ns ago is over.
+    pub fn end_stall(&mut self, now: Ns, slept: u64) {
+        let Stall::Sleeping(kind) = self.stall else {
+            return;
+        };
+        self.stall = Stall::None;
+        self.end = self.end.max(now);
+        if kind != StallKind::Think {
+            return;
+        }
+        self.last_think_at = now;
+        // rate_ignore_thinktime: count the I/O the stall missed as issued (less
+        // one block, so that the next one goes at once), as fio does.
+        if let Some(r) = self.cfg.rate.filter(|r| r.ignore_thinktime) {
+            let d = self.last_dir.idx();
+            let total_us = slept / 1_000;
+            let bps = r.bps[d];
+            if bps > 0 && total_us > 0 {
+                let missed = ((bps as u128 * total_us as u128) / 1_000_000) as u64;
+                let bs = self.cfg.bs[d];
+                let usperop = bs * 1_000_000 / bps;
+                let over = if usperop <= total_us { bs } else { 0 };
+                self.rate_issue_bytes[d] = self.rate_issue_bytes[d]
+                    .wrapping_add(missed)
+                    .wrapping_sub(over);
+                self.rate_last_us[d] += total_us;
+            }
+        }
     }
 
     /// Free I/O units the thread holds (reaped; fio's `io_u_freelist`).
@@ -223,7 +586,7 @@ impl Job {
     /// at `cur_depth` and raises it to `min_evts`). `wait_for_completions` loops
     /// while `cur_depth > iodepth_low`, which (fio's default `iodepth_low` =
     /// `iodepth`) ends after the first call. Returns the completions reaped.
-    pub fn reap(&mut self) -> u32 {
+    pub fn reap(&mut self, now: Ns) -> u32 {
         if self.unreaped == 0 || self.reaped_free() > 0 {
             return 0;
         }
@@ -237,6 +600,11 @@ impl Job {
         let max_evts = self.reap_max.min(cur_depth).max(min_evts);
         let r = self.unreaped.min(max_evts);
         self.unreaped -= r;
+        self.reaped_ios += r as u64;
+        if self.think_check_pending {
+            self.think_check_pending = false;
+            self.think_check(now);
+        }
         r
     }
 
@@ -245,6 +613,7 @@ impl Job {
         let n = self.cfg.fsync_blocks as u64;
         n > 0
             && !self.sync_inflight
+            && !self.stalled()
             && self.writes_issued > 0
             && self.writes_issued.is_multiple_of(n)
             && self.synced_at != self.writes_issued
@@ -256,6 +625,7 @@ impl Job {
             && self.started
             && self.stopping
             && self.inflight == 0
+            && !self.stalled()
             && !self.end_sync_issued
     }
 
@@ -271,6 +641,7 @@ impl Job {
         self.units[unit as usize] = IoUnit {
             submit: now,
             issue: now,
+            offset: 0,
             bytes: 0,
             dir: 1,
             sync: true,
@@ -336,11 +707,32 @@ impl Job {
         if self.reaped_free() == 0 {
             return None;
         }
+        let dir = match self.rate_dir.take() {
+            Some(d) => d,
+            None => {
+                let d = self.next_dir();
+                if self.cfg.rate.is_some() {
+                    match self.rate_ddir(d, now) {
+                        RateDecision::Go(d) => d,
+                        RateDecision::Wait(d, usec) => {
+                            // fio waits for its I/O to complete, then sleeps.
+                            self.rate_dir = Some(d);
+                            self.stall = Stall::Draining(StallKind::Rate(usec * 1_000));
+                            return None;
+                        }
+                        RateDecision::Stop => {
+                            self.stopping = true;
+                            return None;
+                        }
+                    }
+                } else {
+                    d
+                }
+            }
+        };
         let unit = self.free_units.pop()?;
-        let dir = self.next_dir();
-        let bs = self.cfg.bs[dir.idx()];
-        let block = self.pickers[dir.idx()].next_block();
-        let byte = self.cfg.offset + block * bs;
+        let (rel, bs) = self.next_extent(dir.idx());
+        let byte = self.cfg.offset + rel;
         let remaining = self.cfg.io_limit.saturating_sub(self.issued_bytes);
         let bytes = if self.cfg.time_based {
             bs
@@ -350,6 +742,7 @@ impl Job {
         self.units[unit as usize] = IoUnit {
             submit: Ns(now.0.saturating_sub(self.cfg.submit_cost_ns)),
             issue: now,
+            offset: byte,
             bytes: bytes as u32,
             dir: dir as u8,
             sync: false,
@@ -358,6 +751,22 @@ impl Job {
         self.writes_issued += (dir == Dir::Write) as u64;
         self.issued_bytes += bytes;
         self.issued_ios += 1;
+        self.last_dir = dir;
+        if self.cfg.rate.is_some() {
+            let d = dir.idx();
+            self.rate_issue_bytes[d] += bytes;
+            self.rate_next_us[d] = self.usec_for_io(d);
+        }
+        if self.cfg.thinktime.is_some() {
+            // fio checks for thinktime at the end of each loop iteration, which
+            // ends in a reap when this submission filled the queue (always, for
+            // a synchronous engine: its I/O completes within the iteration).
+            if self.reaped_free() == 0 {
+                self.think_check_pending = true;
+            } else {
+                self.think_check(now);
+            }
+        }
         let (op, flags) = match dir {
             Dir::Read => (Op::Read, ReqFlags::SYNC),
             // Direct writes to a block device are REQ_SYNC | REQ_IDLE (dio_bio_write_op).
@@ -380,6 +789,43 @@ impl Job {
         })
     }
 
+    /// The I/O in flight in `unit` (as [`Job::complete`] will report it).
+    pub fn in_flight(&self, unit: u32) -> IoDone {
+        let u = self.units[unit as usize];
+        IoDone {
+            dir: if u.dir == 0 { Dir::Read } else { Dir::Write },
+            bytes: u.bytes as u64,
+            submit: u.submit,
+            issue: u.issue,
+            offset: u.offset,
+        }
+    }
+
+    /// Where the next I/O in direction `d` goes (bytes into the region) and its
+    /// size. Fixed sizes: the picker's next block. Varying sizes: random
+    /// offsets are aligned to the smallest size (fio's default `blockalign`)
+    /// and sequential ones follow the previous I/O; the size is drawn as fio's
+    /// `get_next_buflen` draws it, again until it fits before the region's end.
+    fn next_extent(&mut self, d: usize) -> (u64, u64) {
+        let bs = self.cfg.bs[d];
+        let Some(dist) = self.cfg.bs_dist[d].clone() else {
+            return (self.pickers[d].next_block() * bs, bs);
+        };
+        let size = self.cfg.size;
+        if self.cfg.rw.is_random() {
+            let off = self.pickers[d].next_block() * bs;
+            let len = draw_bs(&dist, &mut self.bs_rng, size.saturating_sub(off));
+            return (off, len);
+        }
+        if size.saturating_sub(self.seq_pos[d]) < bs {
+            self.seq_pos[d] = 0;
+        }
+        let off = self.seq_pos[d];
+        let len = draw_bs(&dist, &mut self.bs_rng, size - off);
+        self.seq_pos[d] = off + len;
+        (off, len)
+    }
+
     /// An I/O unit completed; `None` for an fsync (fio reports those apart, and
     /// iosched does not report them).
     pub fn complete(&mut self, unit: u32, now: Ns) -> Option<IoDone> {
@@ -392,11 +838,86 @@ impl Job {
         }
         self.free_units.push(unit);
         self.unreaped += 1;
-        Some(IoDone {
-            dir: if u.dir == 0 { Dir::Read } else { Dir::Write },
-            bytes: u.bytes as u64,
-            submit: u.submit,
-            issue: u.issue,
-        })
+        Some(self.in_flight(unit))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shares(dist: &BsDist, room: u64, n: usize) -> Vec<(u64, f64)> {
+        let mut rng = Pcg64Mcg::seed_from_u64(9);
+        let mut counts = std::collections::BTreeMap::new();
+        for _ in 0..n {
+            *counts
+                .entry(draw_bs(dist, &mut rng, room))
+                .or_insert(0usize) += 1;
+        }
+        counts
+            .into_iter()
+            .map(|(k, c)| (k, c as f64 / n as f64))
+            .collect()
+    }
+
+    fn assert_shares(got: &[(u64, f64)], want: &[(u64, f64)]) {
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for ((gb, gs), (wb, ws)) in got.iter().zip(want) {
+            assert_eq!(gb, wb, "{got:?}");
+            assert!((gs - ws).abs() < 0.01, "{got:?} vs {want:?}");
+        }
+    }
+
+    const K: u64 = 1024;
+
+    #[test]
+    fn bssplit_proportions() {
+        let d = BsDist::Split(vec![(4 * K, 50), (64 * K, 40), (1024 * K, 10)]);
+        assert_shares(
+            &shares(&d, u64::MAX, 200_000),
+            &[(4 * K, 0.5), (64 * K, 0.4), (1024 * K, 0.1)],
+        );
+        // Percentages short of 100: the last entry takes the rest.
+        let d = BsDist::Split(vec![(4 * K, 10), (8 * K, 10)]);
+        assert_shares(
+            &shares(&d, u64::MAX, 100_000),
+            &[(4 * K, 0.1), (8 * K, 0.9)],
+        );
+        // Sizes are rounded down to a multiple of the smallest (a power of 2).
+        let d = BsDist::Split(vec![(4 * K, 50), (6 * K, 50)]);
+        assert_shares(&shares(&d, u64::MAX, 10_000), &[(4 * K, 1.0)]);
+        // Only sizes that fit: 1 MiB never does here, so its share goes to the
+        // draws that do fit (fio's retry loop), pro rata.
+        let d = BsDist::Split(vec![(4 * K, 50), (64 * K, 40), (1024 * K, 10)]);
+        assert_shares(
+            &shares(&d, 512 * K, 100_000),
+            &[(4 * K, 0.5 / 0.9), (64 * K, 0.4 / 0.9)],
+        );
+        assert_eq!(shares(&d, 4 * K, 100), vec![(4 * K, 1.0)]);
+    }
+
+    #[test]
+    fn bsrange_proportions() {
+        // min + max × U, rounded down to 4 KiB, capped at 16 KiB: four sizes,
+        // equally likely.
+        let d = BsDist::Range {
+            min: 4 * K,
+            max: 16 * K,
+        };
+        assert_shares(
+            &shares(&d, u64::MAX, 200_000),
+            &[(4 * K, 0.25), (8 * K, 0.25), (12 * K, 0.25), (16 * K, 0.25)],
+        );
+        // A minimum that is no power of two rounds to its multiples; the cap
+        // takes the remainder: [1536, 5632) → 1536, 3072 (1536 values each),
+        // 4096 (the 1024 values from 4608 on).
+        let d = BsDist::Range {
+            min: 1536,
+            max: 4096,
+        };
+        assert_shares(
+            &shares(&d, u64::MAX, 200_000),
+            &[(1536, 0.375), (3072, 0.375), (4096, 0.25)],
+        );
     }
 }

@@ -5,12 +5,14 @@
 //! - [`fio`] parses fio job files and fio's command line;
 //! - [`job`] and [`offsets`] model what one job clone submits;
 //! - [`engine`] is the event queue, [`simulate`] wires jobs, queue and device together;
-//! - [`stats`] collects fio's statistics, [`report`] prints them as fio does;
+//! - [`stats`] collects fio's statistics, [`report`] prints them as fio does, [`iolog`]
+//!   writes fio's latency, bandwidth and IOPS logs;
 //! - [`bench`](mod@bench) holds the built-in throughput benchmarks.
 
 pub mod bench;
 pub mod engine;
 pub mod fio;
+pub mod iolog;
 pub mod job;
 pub mod offsets;
 pub mod report;

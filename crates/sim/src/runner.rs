@@ -5,10 +5,11 @@
 //! This is what `iosched run` and `iosched fio` do between parsing and printing.
 
 use crate::fio::{FioInput, JobSpec, SizeSpec};
+use crate::iolog::{log_file_name, IoLog, LogError, LogFiles, LogKind, LogParams, LogTarget};
 use crate::job::{IoDone, JobConfig, RwMode};
 use crate::report::{DiskUtil, JobResult, RunReport};
 use crate::simulate::{IoObserver, SimConfig, SimError, Simulation};
-use crate::stats::{self, JobRecorder, JobStats, RecorderConfig};
+use crate::stats::{self, JobLogs, JobRecorder, JobStats, RecorderConfig};
 use blk::{CgroupId, IoClass, IoPrio, Ns};
 use devices::Profile;
 use serde_json::json;
@@ -33,6 +34,10 @@ pub struct RunOptions {
     /// CPU cost of submitting one I/O, ns (`--submit-ns`); `None` = the engine's
     /// default ([`default_submit_cost_ns`]).
     pub submit_ns: Option<u64>,
+    /// Write the logs the jobs ask for (`write_lat_log`, ...). Off, the logs'
+    /// effect on the statistics (fio's sampling windows) stays, but no file is
+    /// written.
+    pub write_logs: bool,
 }
 
 /// What one I/O submission costs the job's thread by default, ns: the system call
@@ -68,6 +73,9 @@ pub enum RunError {
     /// Scheduler set-up failed.
     #[error(transparent)]
     Sim(#[from] SimError),
+    /// A log file could not be created or written.
+    #[error(transparent)]
+    Log(#[from] LogError),
 }
 
 /// The default run seed.
@@ -93,6 +101,12 @@ pub struct Plan {
     pub scheduler: String,
     /// Job clones, ordered by start barrier.
     pub clones: Vec<JobConfig>,
+    /// The log files the clones write (`write_lat_log`, ...), per clone in
+    /// fio's order.
+    pub logs: Vec<LogTarget>,
+    /// Per clone: how its statistics sample bandwidth and IOPS, and the ioprio
+    /// value its logs show.
+    recording: Vec<(RecorderConfig, u16)>,
     jobs: Vec<Resolved>,
     sim: SimConfig,
     disk_name: String,
@@ -173,6 +187,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     let mut expected_ns = Some(0u64);
     let mut expected_bytes = Some(0u64);
     let mut group_ns = 0u64;
+    let mut log_targets = Vec::new();
+    let mut recording = Vec::new();
     for (k, spec) in input.jobs.iter().enumerate() {
         if let Some(f) = &spec.filename {
             let name = f.rsplit('/').next().unwrap_or(f).to_string();
@@ -196,9 +212,19 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         if k > 0 && (spec.stonewall || spec.new_group) {
             groupid += 1;
         }
-        for (d, bs) in [("read", spec.bs.read), ("write", spec.bs.write)] {
-            if bs % 512 != 0 {
-                return Err(job_err(spec, format!("{d} block size {bs} is not a multiple of 512 bytes, which direct I/O requires")));
+        for (i, (d, bs)) in [("read", spec.bs.read), ("write", spec.bs.write)]
+            .into_iter()
+            .enumerate()
+        {
+            let sizes: Vec<u64> = match &spec.bs_dist[i] {
+                None => vec![bs],
+                Some(crate::fio::BsDist::Range { min, max }) => vec![*min, *max],
+                Some(crate::fio::BsDist::Split(t)) => t.iter().map(|e| e.0).collect(),
+            };
+            for bs in sizes {
+                if bs % 512 != 0 {
+                    return Err(job_err(spec, format!("{d} block size {bs} is not a multiple of 512 bytes, which direct I/O requires")));
+                }
             }
         }
         if spec.offset % 512 != 0 {
@@ -226,6 +252,20 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 "offset+size={} exceeds the capacity of device '{}' ({} bytes); use a smaller size or another --device",
                 spec.offset + size, info.name, capacity
             )));
+        }
+        if let crate::fio::RandomDist::ZonedAbs(z) = &spec.random_distribution {
+            for (d, zones) in z.iter().enumerate().take(2) {
+                let total: u64 = zones.iter().map(|z| z.1).sum();
+                if total > size {
+                    return Err(job_err(
+                        spec,
+                        format!(
+                            "zoned_abs {} zones add up to {total} bytes, more than the region's {size}",
+                            ["read", "write"][d]
+                        ),
+                    ));
+                }
+            }
         }
         let min_bs = match spec.rw {
             RwMode::Read | RwMode::RandRead => spec.bs.read,
@@ -286,8 +326,59 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             expected_bytes = None;
         }
         let first = clones.len();
+        // fio's td->ioprio: set when the job sets a class or a level; a level
+        // alone is best effort.
+        let log_prio = match (spec.prioclass, spec.prio) {
+            (None, None) => 0,
+            (c, l) => {
+                let class = match c.unwrap_or(0) {
+                    0 => 2,
+                    c => c as u16,
+                };
+                (class << 13) | l.unwrap_or(0) as u16
+            }
+        };
+        let lo = &spec.logs;
+        // bwavgtime / iopsavgtime, and with a bandwidth (IOPS) log, log_avg_msec
+        // (0: one sample per I/O), set how the statistics sample.
+        let (bw_avg_ms, bw_log_ms) = lo.windows(true);
+        let (iops_avg_ms, iops_log_ms) = lo.windows(false);
+        let recorder = RecorderConfig {
+            record_slat: spec.ioengine.is_async(),
+            bw_avg_ms,
+            iops_avg_ms,
+        };
+        let params = |avg_msec| LogParams {
+            avg_msec,
+            window_value: lo.window_value,
+            offset: lo.offset,
+            prio: lo.prio,
+            issue_time: lo.issue_time,
+        };
         for c in 0..spec.numjobs {
             let idx = clones.len() as u32;
+            recording.push((recorder.clone(), log_prio));
+            let mut target = |kind, prefix: &Option<String>, off: bool| {
+                let avg = match kind {
+                    LogKind::Bw => bw_log_ms,
+                    LogKind::Iops => iops_log_ms,
+                    _ => lo.avg_msec,
+                };
+                if let (Some(p), false) = (prefix, off) {
+                    log_targets.push(LogTarget {
+                        clone: idx as usize,
+                        kind,
+                        params: params(avg),
+                        path: log_file_name(p, kind, idx as usize + 1, lo.per_job),
+                    });
+                }
+            };
+            // fio's order: lat, slat, clat, then bw, then iops.
+            target(LogKind::Lat, &lo.lat_prefix, lo.disable_lat);
+            target(LogKind::Slat, &lo.lat_prefix, lo.disable_slat);
+            target(LogKind::Clat, &lo.lat_prefix, lo.disable_clat);
+            target(LogKind::Bw, &lo.bw_prefix, false);
+            target(LogKind::Iops, &lo.iops_prefix, false);
             let cpu = match &spec.cpus_allowed {
                 Some(list) if !list.is_empty() => {
                     list[c as usize % list.len()] % opts.nr_cpus.max(1)
@@ -306,6 +397,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 rw: spec.rw,
                 rwmixread: spec.rwmixread,
                 bs: [spec.bs.read, spec.bs.write],
+                bs_dist: [spec.bs_dist[0].clone(), spec.bs_dist[1].clone()],
                 offset: spec.offset,
                 size,
                 io_limit: size,
@@ -324,6 +416,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                     opts.seed ^ splitmix(base) ^ (idx as u64).wrapping_mul(0xA24B_AED4_963E_E407),
                 ),
                 norandommap: spec.norandommap,
+                random_dist: spec.random_distribution.clone(),
                 batch_submit: if spec.ioengine.is_async() {
                     spec.iodepth_batch_submit.max(1)
                 } else {
@@ -352,6 +445,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 submit_cost_ns: opts
                     .submit_ns
                     .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
+                thinktime: spec.thinktime,
+                rate: spec.rate,
             });
         }
         jobs.push(Resolved {
@@ -365,6 +460,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     Ok(Plan {
         scheduler,
         clones,
+        logs: log_targets,
+        recording,
         jobs,
         sim,
         disk_name: disk_name.unwrap_or_else(|| opts.device.name.to_string()),
@@ -443,6 +540,28 @@ struct Collector<'a> {
     ends: Vec<Ns>,
     done_bytes: u64,
     progress: Option<&'a mut dyn FnMut(Ns, u64)>,
+    /// Per clone: its recorder's configuration and its logs' ioprio value.
+    recording: Vec<(RecorderConfig, u16)>,
+    /// Per clone: its logs, until they are attached to its recorder (at its
+    /// start, or when its ramp time ends: fio logs nothing while ramping) and
+    /// again once it has finished.
+    logs: Vec<Option<JobLogs>>,
+    /// Per clone: has a ramp time.
+    ramps: Vec<bool>,
+    /// Clones in the order they finished.
+    finish_order: Vec<usize>,
+    /// The first error writing a log.
+    log_error: Option<LogError>,
+    /// Log paths per clone, for error messages.
+    log_paths: Vec<Vec<String>>,
+}
+
+impl Collector<'_> {
+    fn attach_logs(&mut self, job: usize) {
+        if let (Some(r), Some(l)) = (&mut self.recorders[job], self.logs[job].take()) {
+            r.attach_logs(l);
+        }
+    }
 }
 
 fn sdir(d: blk::Dir) -> stats::Dir {
@@ -454,11 +573,16 @@ fn sdir(d: blk::Dir) -> stats::Dir {
 
 impl IoObserver for Collector<'_> {
     fn job_started(&mut self, job: usize, now: Ns) {
-        let cfg = RecorderConfig {
-            record_slat: self.async_engine[job],
-            ..Default::default()
-        };
+        let cfg = self.recording[job].0.clone();
         self.recorders[job] = Some(JobRecorder::new(cfg, now.0));
+        if !self.ramps[job] {
+            self.attach_logs(job);
+        }
+    }
+    fn io_issued(&mut self, job: usize, io: IoDone) {
+        if let Some(r) = &mut self.recorders[job] {
+            r.record_issue(sdir(io.dir), io.bytes, io.offset, io.submit.0, io.issue.0);
+        }
     }
     fn io_submitted(&mut self, job: usize, dir: blk::Dir, depth: u32) {
         if let Some(r) = &mut self.recorders[job] {
@@ -477,18 +601,40 @@ impl IoObserver for Collector<'_> {
         };
         if let Some(r) = &mut self.recorders[job] {
             r.record_complete_batch(1);
-            r.record_io(sdir(io.dir), io.bytes, io.submit.0, issue.0, now.0);
+            r.record_completion(
+                sdir(io.dir),
+                io.bytes,
+                io.offset,
+                io.submit.0,
+                issue.0,
+                now.0,
+            );
         }
     }
     fn ramp_done(&mut self, job: usize, now: Ns) {
         if let Some(r) = &mut self.recorders[job] {
             r.ramp_done(now.0);
         }
+        self.attach_logs(job);
     }
     fn job_finished(&mut self, job: usize, now: Ns) {
         self.ends[job] = now;
+        self.finish_order.push(job);
         if let Some(r) = self.recorders[job].take() {
-            self.stats[job] = Some(r.finish(now.0));
+            let start = r.start_ns();
+            let (stats, logs) = r.finish_logged(now.0);
+            self.stats[job] = Some(stats);
+            // A clone still ramping when it ends logs nothing, as in fio.
+            let mut logs = logs.or_else(|| self.logs[job].take());
+            if let Some(l) = &mut logs {
+                if let Err(e) = l.finish(now.0.saturating_sub(start) / 1_000_000) {
+                    self.log_error.get_or_insert(LogError {
+                        path: self.log_paths[job].join(", "),
+                        source: e,
+                    });
+                }
+            }
+            // Dropping the logs closes their files.
         }
     }
     fn progress(&mut self, now: Ns) {
@@ -567,6 +713,31 @@ pub fn run(
             (t.name.to_string(), v)
         })
         .collect();
+    // The log files: created before the run (so a bad path fails at once) as
+    // temporaries, moved into place once everything has succeeded.
+    let mut logs: Vec<Option<JobLogs>> = (0..n).map(|_| None).collect();
+    let mut log_paths: Vec<Vec<String>> = vec![Vec::new(); n];
+    let log_files = if opts.write_logs && !plan.logs.is_empty() {
+        let (files, streams) = LogFiles::create(plan.logs.clone())?;
+        for (t, log) in plan.logs.iter().zip(streams) {
+            let l = logs[t.clone].get_or_insert_with(|| JobLogs {
+                prio: plan.recording[t.clone].1,
+                ..Default::default()
+            });
+            log_paths[t.clone].push(t.path.clone());
+            let slot: &mut Option<IoLog> = match t.kind {
+                LogKind::Lat => &mut l.lat,
+                LogKind::Clat => &mut l.clat,
+                LogKind::Slat => &mut l.slat,
+                LogKind::Bw => &mut l.bw,
+                LogKind::Iops => &mut l.iops,
+            };
+            *slot = Some(log);
+        }
+        Some(files)
+    } else {
+        None
+    };
     let mut col = Collector {
         recorders: (0..n).map(|_| None).collect(),
         stats: vec![None; n],
@@ -574,8 +745,26 @@ pub fn run(
         ends: vec![Ns::ZERO; n],
         done_bytes: 0,
         progress,
+        recording: plan.recording.clone(),
+        logs,
+        ramps: plan.clones.iter().map(|c| c.ramp_time > 0).collect(),
+        finish_order: Vec::new(),
+        log_error: None,
+        log_paths,
     };
     let summary = sim.run(&mut col);
+    if let Some(e) = col.log_error.take() {
+        return Err(e.into());
+    }
+    // Clones that never started (or never finished) wrote nothing; their logs
+    // are closed empty, as fio's would be.
+    for l in col.logs.iter_mut().flatten() {
+        let _ = l.finish(0);
+    }
+    col.logs.clear();
+    if let Some(files) = log_files {
+        files.commit(&col.finish_order)?;
+    }
 
     let mut report = RunReport {
         fio_version: format!("iosched-{}", env!("CARGO_PKG_VERSION")),
@@ -626,10 +815,14 @@ pub fn run(
         let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns| {
             jr.job_options = spec.options.clone();
             jr.rw = spec.rw.as_str().to_string();
+            let range = |i: usize, bs: u64| match &spec.bs_dist[i] {
+                Some(d) => (d.min(), d.max()),
+                None => (bs, bs),
+            };
             jr.bs = [
-                (spec.bs.read, spec.bs.read),
-                (spec.bs.write, spec.bs.write),
-                (spec.bs.trim, spec.bs.trim),
+                range(0, spec.bs.read),
+                range(1, spec.bs.write),
+                range(2, spec.bs.trim),
             ];
             jr.ioengine = spec.ioengine.as_str().to_string();
             jr.iodepth = spec.iodepth;

@@ -18,6 +18,9 @@ pub trait IoObserver {
     /// Clone `job` submitted an I/O in direction `dir` with `depth` I/Os in flight
     /// including it.
     fn io_submitted(&mut self, _job: usize, _dir: blk::Dir, _depth: u32) {}
+    /// The I/O just submitted by clone `job` (after [`IoObserver::io_submitted`]):
+    /// where it goes and when it was issued.
+    fn io_issued(&mut self, _job: usize, _io: IoDone) {}
     /// Called now and then (every few thousand events) with the virtual time, so a
     /// front end can show progress.
     fn progress(&mut self, _now: Ns) {}
@@ -47,6 +50,8 @@ enum Ev {
     Deliver,
     /// The job's thread finished the CPU work of submitting its next I/O (or batch).
     JobCpu(usize),
+    /// The job's thinktime or rate stall, which lasted this long (ns), ends.
+    StallEnd(usize, u64),
 }
 
 /// Knobs of one run that are not fio options.
@@ -232,7 +237,10 @@ impl Simulation {
             match ev {
                 Ev::GroupStart(g) => self.start_group(g, now, obs),
                 Ev::JobStart(j) => self.start_job(j, now, obs),
-                Ev::RampEnd(j) => obs.ramp_done(j, now),
+                Ev::RampEnd(j) => {
+                    self.jobs[j].ramp_over(now);
+                    obs.ramp_done(j, now);
+                }
                 Ev::Stop(j) => {
                     self.jobs[j].stopping = true;
                     self.maybe_finish(j, now, obs);
@@ -269,6 +277,11 @@ impl Simulation {
                     let n = self.ios_per_call(j);
                     self.fill_now(j, now, n, obs);
                     self.schedule_cpu(j, now);
+                    self.maybe_finish(j, now, obs);
+                }
+                Ev::StallEnd(j, slept) => {
+                    self.jobs[j].end_stall(now, slept);
+                    self.fill(j, now, obs);
                     self.maybe_finish(j, now, obs);
                 }
                 Ev::Deliver => {
@@ -334,9 +347,7 @@ impl Simulation {
     /// Start job `j`: its ramp and runtime count from now.
     fn start_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         let job = &mut self.jobs[j];
-        job.started = true;
-        job.start = now;
-        job.end = now;
+        job.start_at(now);
         let ramp = job.cfg.ramp_time;
         let runtime = job.cfg.runtime;
         obs.job_started(j, now);
@@ -363,14 +374,15 @@ impl Simulation {
     /// after the first fill of the queue, whatever `iodepth_batch_submit` is.
     fn fill(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         if self.jobs[j].cfg.submit_cost_ns == 0 {
-            self.jobs[j].reap();
+            self.jobs[j].reap(now);
             self.fill_now(j, now, usize::MAX, obs);
-            while self.jobs[j].reap() > 0 {
+            while self.jobs[j].reap(now) > 0 {
                 self.fill_now(j, now, usize::MAX, obs);
             }
         } else {
             self.schedule_cpu(j, now);
         }
+        self.start_stall_if_due(j, now);
     }
 
     /// I/Os submitted per system call: a batch under a plug, else one.
@@ -394,7 +406,7 @@ impl Simulation {
         }
         // Between two submissions fio reaps, if its queue is full
         // (`wait_for_completions`); completions posted while it was busy wait.
-        self.jobs[j].reap();
+        self.jobs[j].reap(now);
         let job = &self.jobs[j];
         if !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
             return;
@@ -423,6 +435,7 @@ impl Simulation {
                 };
                 budget -= 1;
                 obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                obs.io_issued(j, self.jobs[j].in_flight(split_owner(bio.owner).1));
                 let dev: &mut dyn Driver = self.device.as_mut();
                 self.queue.submit_bio_direct(now, bio, dev);
             }
@@ -437,6 +450,7 @@ impl Simulation {
                     break;
                 };
                 obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                obs.io_issued(j, self.jobs[j].in_flight(split_owner(bio.owner).1));
                 batch_buf.push(bio);
             }
             if batch_buf.is_empty() {
@@ -482,12 +496,31 @@ impl Simulation {
         self.done_owners.clear();
     }
 
+    /// Start the job's thinktime or rate stall if one is due and its I/O has
+    /// drained.
+    fn start_stall_if_due(&mut self, j: usize, now: Ns) {
+        let cfg = &self.jobs[j].cfg;
+        let limit = cfg
+            .runtime
+            .map(|rt| self.jobs[j].start.add(cfg.ramp_time + rt));
+        if let Some(dur) = self.jobs[j].start_stall(now, limit) {
+            self.events.push(now.add(dur), Ev::StallEnd(j, dur));
+        }
+    }
+
     fn maybe_finish(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        self.start_stall_if_due(j, now);
         if self.jobs[j].end_sync_due() {
             self.fill(j, now, obs);
         }
         let job = &mut self.jobs[j];
-        if job.finished || !job.started || !job.stopping || job.inflight > 0 || job.cpu_pending {
+        if job.finished
+            || !job.started
+            || !job.stopping
+            || job.inflight > 0
+            || job.cpu_pending
+            || job.stalled()
+        {
             return;
         }
         job.finished = true;

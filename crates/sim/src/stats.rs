@@ -22,6 +22,7 @@
 //! from what fio would print for the same samples by up to fio's bin width
 //! (~1.6%); the exact moments are unaffected.
 
+use crate::iolog::{IoLog, Sample};
 use hdrhistogram::Histogram;
 
 /// fio's default `percentile_list`.
@@ -560,9 +561,13 @@ pub struct RecorderConfig {
     /// separate submission step (libaio, io_uring, …); for sync engines
     /// (psync, sync, pvsync) pass `false`, and slat is reported with N=0.
     pub record_slat: bool,
-    /// Bandwidth averaging window (`bw_avg_time`), ms.
+    /// Bandwidth averaging window (`bw_avg_time`), ms. 0 takes one sample
+    /// per completed I/O instead, its own rate (bytes × 10⁶ / clat ns), as fio
+    /// does with `write_bw_log` and no `log_avg_msec`.
     pub bw_avg_ms: u64,
-    /// IOPS averaging window (`iops_avg_time`), ms.
+    /// IOPS averaging window (`iops_avg_time`), ms. 0 takes one sample of 1
+    /// per completed I/O, as fio does with `write_iops_log` and no
+    /// `log_avg_msec`.
     pub iops_avg_ms: u64,
 }
 
@@ -601,8 +606,11 @@ impl Sampler {
         }
     }
 
-    fn close_window(&mut self, out: [&mut SampleStat; 3]) {
+    /// Closes the current window: adds a sample per direction with I/O to
+    /// `out` and returns the window's end and those samples.
+    fn close_window(&mut self, out: [&mut SampleStat; 3]) -> WindowSamples {
         let spent_ms = self.avg_ns / 1_000_000;
+        let mut rates = [None; 3];
         for (i, stat) in out.into_iter().enumerate() {
             let delta = self.pending[i];
             if delta == 0 {
@@ -610,19 +618,28 @@ impl Sampler {
             }
             let rate = ((delta as u128 * 1000) / spent_ms as u128 / self.divisor as u128) as u64;
             stat.add(rate);
+            rates[i] = Some(rate);
             self.pending[i] = 0;
         }
+        let end = self.next_end;
         self.next_end += self.avg_ns;
+        (end, rates)
     }
 
     /// Closes every window ending before `now` (or at `now` when
-    /// `inclusive`).
-    fn advance(&mut self, now: u64, inclusive: bool, out: [&mut SampleStat; 3]) {
+    /// `inclusive`); returns the samples taken, if a window was closed (only
+    /// the first can hold any).
+    fn advance(
+        &mut self,
+        now: u64,
+        inclusive: bool,
+        out: [&mut SampleStat; 3],
+    ) -> Option<WindowSamples> {
         let due = |end: u64| if inclusive { end <= now } else { end < now };
         if !due(self.next_end) {
-            return;
+            return None;
         }
-        self.close_window(out);
+        let closed = self.close_window(out);
         // Nothing is pending any more, so later due windows are all empty
         // and yield no samples: skip them arithmetically instead of looping
         // through long idle periods.
@@ -637,6 +654,57 @@ impl Sampler {
             };
             self.next_end += n * self.avg_ns;
         }
+        Some(closed)
+    }
+}
+
+/// A closed sampling window: its end (ns) and the sample of each direction.
+type WindowSamples = (u64, [Option<u64>; 3]);
+
+/// The logs of one job clone (see [`crate::iolog`]), fed by its
+/// [`JobRecorder`] with the very samples its statistics are made of.
+#[derive(Debug, Default)]
+pub struct JobLogs {
+    /// `PREFIX_lat.N.log`.
+    pub lat: Option<IoLog>,
+    /// `PREFIX_clat.N.log`.
+    pub clat: Option<IoLog>,
+    /// `PREFIX_slat.N.log`.
+    pub slat: Option<IoLog>,
+    /// `PREFIX_bw.N.log`.
+    pub bw: Option<IoLog>,
+    /// `PREFIX_iops.N.log`.
+    pub iops: Option<IoLog>,
+    /// The ioprio value of the clone's I/Os (class << 13 | level, 0 when the
+    /// job sets none), as fio logs it.
+    pub prio: u16,
+}
+
+impl JobLogs {
+    /// Every log, in fio's order.
+    pub fn all_mut(&mut self) -> impl Iterator<Item = &mut IoLog> {
+        [
+            &mut self.bw,
+            &mut self.lat,
+            &mut self.slat,
+            &mut self.clat,
+            &mut self.iops,
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    /// Log what the averaging windows still hold at `elapsed_ms` and write
+    /// everything out; the first error.
+    pub fn finish(&mut self, elapsed_ms: u64) -> std::io::Result<()> {
+        let mut first = Ok(());
+        for l in self.all_mut() {
+            let r = l.finish(elapsed_ms);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
     }
 }
 
@@ -655,21 +723,27 @@ impl Sampler {
 ///    lazily on the next completion, so ticks are only needed to make
 ///    intermediate snapshots exact.
 /// 5. [`JobRecorder::finish`] at the clone's end time → [`JobStats`].
-#[derive(Debug, Clone)]
+///
+/// With [`JobRecorder::attach_logs`], every sample also goes to the clone's
+/// fio logs; [`JobRecorder::finish_logged`] hands them back.
+#[derive(Debug)]
 pub struct JobRecorder {
     cfg: RecorderConfig,
     start_ns: u64,
     stats: JobStats,
     completed: [u64; 3],
-    bw: Sampler,
-    iops: Sampler,
+    /// `None`: one sample per I/O (`bw_avg_ms` = 0).
+    bw: Option<Sampler>,
+    /// `None`: one sample per I/O (`iops_avg_ms` = 0).
+    iops: Option<Sampler>,
+    logs: Option<Box<JobLogs>>,
 }
 
 impl JobRecorder {
     /// Starts recording at virtual time `start_ns`.
     pub fn new(cfg: RecorderConfig, start_ns: u64) -> Self {
-        let bw = Sampler::new(cfg.bw_avg_ms, start_ns, 1024);
-        let iops = Sampler::new(cfg.iops_avg_ms, start_ns, 1);
+        let bw = (cfg.bw_avg_ms > 0).then(|| Sampler::new(cfg.bw_avg_ms, start_ns, 1024));
+        let iops = (cfg.iops_avg_ms > 0).then(|| Sampler::new(cfg.iops_avg_ms, start_ns, 1));
         Self {
             cfg,
             start_ns,
@@ -680,7 +754,17 @@ impl JobRecorder {
             completed: [0; 3],
             bw,
             iops,
+            logs: None,
         }
+    }
+
+    /// From now on, also log every sample to `logs`.
+    pub fn attach_logs(&mut self, logs: JobLogs) {
+        self.logs = Some(Box::new(logs));
+    }
+
+    fn elapsed_ms(&self, t_ns: u64) -> u64 {
+        t_ns.saturating_sub(self.start_ns) / 1_000_000
     }
 
     /// The configuration this recorder was built with.
@@ -701,7 +785,9 @@ impl JobRecorder {
     /// Ends the ramp period at `now_ns`: all statistics are reset and the
     /// run time and sampling windows restart from `now_ns`.
     pub fn ramp_done(&mut self, now_ns: u64) {
+        let logs = self.logs.take();
         *self = JobRecorder::new(self.cfg.clone(), now_ns);
+        self.logs = logs;
     }
 
     /// Closes sampling windows that ended before `now_ns`.
@@ -713,16 +799,40 @@ impl JobRecorder {
         let JobStats {
             read, write, trim, ..
         } = &mut self.stats;
-        self.bw.advance(
-            now_ns,
-            inclusive,
-            [&mut read.bw, &mut write.bw, &mut trim.bw],
-        );
-        self.iops.advance(
-            now_ns,
-            inclusive,
-            [&mut read.iops, &mut write.iops, &mut trim.iops],
-        );
+        let bw = self.bw.as_mut().and_then(|s| {
+            s.advance(
+                now_ns,
+                inclusive,
+                [&mut read.bw, &mut write.bw, &mut trim.bw],
+            )
+        });
+        let iops = self.iops.as_mut().and_then(|s| {
+            s.advance(
+                now_ns,
+                inclusive,
+                [&mut read.iops, &mut write.iops, &mut trim.iops],
+            )
+        });
+        if self.logs.is_none() {
+            return;
+        }
+        let start = self.start_ns;
+        let logs = self.logs.as_mut().expect("checked above");
+        for (closed, log) in [(bw, &mut logs.bw), (iops, &mut logs.iops)] {
+            let (Some((end, rates)), Some(log)) = (closed, log.as_mut()) else {
+                continue;
+            };
+            for (d, rate) in rates.iter().enumerate().take(2) {
+                if let Some(rate) = rate {
+                    log.add(Sample {
+                        time_ms: end.saturating_sub(start) / 1_000_000,
+                        value: *rate,
+                        ddir: d as u8,
+                        ..Sample::default()
+                    });
+                }
+            }
+        }
     }
 
     /// Records that an IO was queued while `depth` IOs (including this one)
@@ -765,18 +875,111 @@ impl JobRecorder {
         issue_ns: u64,
         complete_ns: u64,
     ) {
-        self.advance(complete_ns, false);
+        self.record_issue(dir, bytes, 0, submit_ns, issue_ns);
+        self.record_completion(dir, bytes, 0, submit_ns, issue_ns, complete_ns);
+    }
+
+    /// Records the submission latency of an I/O of `bytes` bytes at `offset`
+    /// when it is issued (`issue_ns`; the job started on it at `submit_ns`),
+    /// as fio does in `io_u_queued`. Nothing for synchronous engines.
+    pub fn record_issue(
+        &mut self,
+        dir: Dir,
+        bytes: u64,
+        offset: u64,
+        submit_ns: u64,
+        issue_ns: u64,
+    ) {
+        if !self.cfg.record_slat {
+            return;
+        }
         let slat = issue_ns.saturating_sub(submit_ns);
+        self.stats.dir_mut(dir).slat.record(slat);
+        let time_ms = self.elapsed_ms(issue_ns);
+        let issue_rel = issue_ns.saturating_sub(self.start_ns);
+        if let Some(logs) = &mut self.logs {
+            if let Some(l) = &mut logs.slat {
+                l.add(Sample {
+                    time_ms,
+                    value: slat,
+                    ddir: dir.index() as u8,
+                    bs: bytes,
+                    offset,
+                    prio: logs.prio,
+                    issue_time_ns: issue_rel,
+                    ..Sample::default()
+                });
+            }
+        }
+    }
+
+    /// Records the completion of an I/O (as [`JobRecorder::record_io`], without
+    /// its submission latency, which [`JobRecorder::record_issue`] took).
+    pub fn record_completion(
+        &mut self,
+        dir: Dir,
+        bytes: u64,
+        offset: u64,
+        submit_ns: u64,
+        issue_ns: u64,
+        complete_ns: u64,
+    ) {
+        self.advance(complete_ns, false);
         let clat = complete_ns.saturating_sub(issue_ns);
         let lat = complete_ns.saturating_sub(submit_ns);
-        let record_slat = self.cfg.record_slat;
+        let time_ms = self.elapsed_ms(complete_ns);
+        let issue_rel = issue_ns.saturating_sub(self.start_ns);
+        // fio's add_bw_sample without a sampling window: the I/O's own rate.
+        let bw_rate = if clat > 0 {
+            ((bytes as u128 * 1_000_000) / clat as u128) as u64
+        } else {
+            0
+        };
+        let per_io_bw = self.bw.is_none();
+        let per_io_iops = self.iops.is_none();
         let d = self.stats.dir_mut(dir);
         d.io_bytes += bytes;
-        if record_slat {
-            d.slat.record(slat);
-        }
         d.clat.record(clat);
         d.lat.record(lat);
+        if per_io_bw {
+            d.bw.add(bw_rate);
+        }
+        if per_io_iops {
+            d.iops.add(1);
+        }
+        if let Some(logs) = &mut self.logs {
+            let base = Sample {
+                time_ms,
+                ddir: dir.index() as u8,
+                bs: bytes,
+                offset,
+                prio: logs.prio,
+                ..Sample::default()
+            };
+            if let Some(l) = &mut logs.lat {
+                l.add(Sample { value: lat, ..base });
+            }
+            if let Some(l) = &mut logs.clat {
+                l.add(Sample {
+                    value: clat,
+                    issue_time_ns: issue_rel,
+                    ..base
+                });
+            }
+            if per_io_bw {
+                if let Some(l) = &mut logs.bw {
+                    l.add(Sample {
+                        value: bw_rate,
+                        ..base
+                    });
+                }
+            }
+            if per_io_iops {
+                if let Some(l) = &mut logs.iops {
+                    l.add(Sample { value: 1, ..base });
+                }
+            }
+        }
         if clat < 1_000 {
             self.stats.lat_n[sub_thousand_bucket(clat)] += 1;
         } else if clat < 1_000_000 {
@@ -792,8 +995,12 @@ impl JobRecorder {
         }
         let i = dir.index();
         self.completed[i] += 1;
-        self.bw.pending[i] += bytes;
-        self.iops.pending[i] += 1;
+        if let Some(bw) = &mut self.bw {
+            bw.pending[i] += bytes;
+        }
+        if let Some(iops) = &mut self.iops {
+            iops.pending[i] += 1;
+        }
     }
 
     /// Ends the clone at `end_ns` and returns its statistics.
@@ -805,7 +1012,13 @@ impl JobRecorder {
     /// `job_runtime` is truncated ms. If the simulator never called
     /// [`JobRecorder::record_submit`], `total_ios` falls back to the
     /// completion count so IOPS stay meaningful.
-    pub fn finish(mut self, end_ns: u64) -> JobStats {
+    pub fn finish(self, end_ns: u64) -> JobStats {
+        self.finish_logged(end_ns).0
+    }
+
+    /// [`JobRecorder::finish`], also handing back the attached logs (their
+    /// last windows not yet logged: see [`JobLogs::finish`]).
+    pub fn finish_logged(mut self, end_ns: u64) -> (JobStats, Option<JobLogs>) {
         self.advance(end_ns, true);
         let elapsed = end_ns.saturating_sub(self.start_ns);
         let runtime_ms = (elapsed / 1_000).div_ceil(1_000);
@@ -820,7 +1033,7 @@ impl JobRecorder {
             }
         }
         self.stats.total_run_time_ms = elapsed / 1_000_000;
-        self.stats
+        (self.stats, self.logs.map(|l| *l))
     }
 }
 

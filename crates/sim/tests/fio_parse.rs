@@ -256,13 +256,13 @@ fn validation_errors() {
         ("rw=randtrim", "not modeled yet"),
         ("rw=trimwrite", "not modeled yet"),
         ("rw=read:8", "not modeled yet"),
-        ("bsrange=4k-8k", "option 'bsrange' is not modeled yet"),
-        ("bssplit=4k/50:8k/50", "option 'bssplit' is not modeled yet"),
-        ("bs=4k-8k", "not modeled yet"),
+        ("bsrange=4k", "expected a block size range MIN-MAX"),
+        ("bssplit=4k/60:8k/60:16k:32k", "add to more than 100%"),
+        ("bs=4k-8k", "bsrange=MIN-MAX"),
         ("fsync=-1", "fsync"),
         ("sync=sometimes", "invalid value 'sometimes' for sync"),
         ("end_fsync=maybe", "end_fsync"),
-        ("rate=1m", "option 'rate' is not modeled yet"),
+        ("rate_min=1m", "option 'rate_min' is not modeled yet"),
         ("unified_rw_reporting=1", "not modeled yet"),
         ("foo=1", "unknown option 'foo'"),
         ("ioengine=mmap", "not modeled yet"),
@@ -371,7 +371,7 @@ fn env_expansion() {
 #[test]
 fn ignored_options_are_listed_once_in_order() {
     let input = job("[global]\ndirect=1\nlockmem=1g\ndescription=hello world\n\
-         [a]\ninvalidate=1\nlockmem=2g\nwrite_bw_log\nrate=0\nloops=1\n\
+         [a]\ninvalidate=1\nlockmem=2g\nwrite_iolog=x\nrate_min=0\nloops=1\n\
          [b]\ngtod_reduce=1\ndescription=x\n")
     .unwrap();
     assert_eq!(
@@ -380,8 +380,8 @@ fn ignored_options_are_listed_once_in_order() {
             "lockmem",
             "description",
             "invalidate",
-            "write_bw_log",
-            "rate",
+            "write_iolog",
+            "rate_min",
             "loops",
             "gtod_reduce"
         ]
@@ -445,8 +445,8 @@ fn command_line_errors() {
     assert!(e.is_command_line() && e.line().is_none());
     let e = cli("--name=a --direct=1 --foo=1").unwrap_err();
     assert!(e.to_string().contains("unknown option 'foo'"));
-    let e = cli("--name=a --direct=1 --rate=1m").unwrap_err();
-    assert_eq!(e.to_string(), "command line: option '--rate': option 'rate' is not modeled yet (only the no-op value '0' accepted)");
+    let e = cli("--name=a --direct=1 --rate_min=1m").unwrap_err();
+    assert_eq!(e.to_string(), "command line: option '--rate_min': option 'rate_min' is not modeled yet (only the no-op value '0' accepted)");
     let ok = cli("--name=a --direct=1 --fsync=1 --fdatasync=4 --end_fsync=1 --sync=dsync").unwrap();
     let j = &ok.jobs[0];
     assert_eq!(

@@ -42,6 +42,7 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         rw,
         rwmixread: 50,
         bs: [4096, 4096],
+        bs_dist: [None, None],
         offset: 0,
         size,
         io_limit: size,
@@ -58,12 +59,15 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         cgroup: CgroupId(0),
         seed: 1,
         norandommap: false,
+        random_dist: sim::job::RandomDist::Random,
         batch_submit: 1,
         plugs: false,
         fsync_blocks: 0,
         end_fsync: false,
         fua_writes: false,
         submit_cost_ns: 0,
+        thinktime: None,
+        rate: None,
     }
 }
 

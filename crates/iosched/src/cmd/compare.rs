@@ -143,7 +143,9 @@ pub fn run(args: Args) -> Result<()> {
             }
             label.push(format!("{k}={v}"));
         }
-        let opts = run_options(&sa)?;
+        let mut opts = run_options(&sa)?;
+        // Every variant would write the same log files: compare writes none.
+        opts.write_logs = false;
         let work = Work::of(&sim::runner::plan(&input, &opts)?);
         runs.push((label.join(" "), opts, work));
     }

@@ -5,7 +5,6 @@
 use anyhow::{anyhow, bail, Result};
 use devices::disksim::{demerit, trace, TableDisk};
 use devices::ProfileKind;
-use std::io::Write;
 use std::path::Path;
 
 /// Replay a DiskSim validation trace.
@@ -102,21 +101,28 @@ pub fn run(args: Args) -> Result<()> {
     }
     println!("demerit (DiskSim rms of the CDF distance): {d:.3} ms");
     if let Some(prefix) = &args.write_lat_log {
-        let path = format!("{prefix}_clat.1.log");
-        let f = std::fs::File::create(&path).map_err(|e| anyhow!("cannot write {path}: {e}"))?;
-        let mut w = std::io::BufWriter::new(f);
+        // fio's clat log with log_offset=1 (time ms, clat ns, direction, bytes,
+        // offset, priority), written whole or not at all.
+        let path = sim::iolog::log_file_name(prefix, sim::iolog::LogKind::Clat, 1, true);
+        let params = sim::iolog::LogParams {
+            offset: true,
+            ..Default::default()
+        };
+        let mut text = Vec::new();
         for (r, o) in reqs.iter().zip(&out) {
-            writeln!(
-                w,
-                "{}, {}, {}, {}, {}",
-                ((o.arrive_ms + o.sim_ms).round()) as u64,
-                (o.sim_ms * 1e6).round() as u64,
-                u8::from(r.write),
-                r.bcount as u64 * 512,
-                r.blkno * 512
-            )?;
+            let sample = sim::iolog::Sample {
+                time_ms: ((o.arrive_ms + o.sim_ms).round()) as u64,
+                value: (o.sim_ms * 1e6).round() as u64,
+                ddir: u8::from(r.write),
+                bs: r.bcount as u64 * 512,
+                offset: r.blkno * 512,
+                ..Default::default()
+            };
+            sim::iolog::format_sample(&mut text, &params, &sample);
         }
-        w.flush()?;
+        let text = String::from_utf8(text).map_err(|e| anyhow!("{path}: {e}"))?;
+        crate::cmd::sim_opts::write_atomically(&path, &text)
+            .map_err(|e| anyhow!("cannot write {path}: {e}"))?;
         eprintln!("wrote {path}");
     }
     if let Some(svg) = &args.plot {

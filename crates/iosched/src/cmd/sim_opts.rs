@@ -100,6 +100,7 @@ pub fn run_options(args: &SimArgs) -> Result<RunOptions> {
         nr_cpus: args.cpus,
         epoch_secs: epoch_secs()?,
         submit_ns: args.submit_ns,
+        write_logs: true,
     })
 }
 

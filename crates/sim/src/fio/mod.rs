@@ -45,13 +45,15 @@
 //!
 //! 1. **Modeled** options are parsed and validated into [`JobSpec`] fields.
 //! 2. **Ignored** options are accepted because they cannot change the
-//!    simulated I/O (e.g. `lockmem`, `thread`, `description`, log-file
-//!    options, latency-statistics switches). Their names are collected,
-//!    deduplicated in first-seen order, in [`FioInput::ignored`]. Log-file
-//!    options (`write_bw_log`, ...) are in this class: no log files are
-//!    written.
+//!    simulated I/O (e.g. `lockmem`, `thread`, `description`,
+//!    latency-statistics switches). Their names are collected, deduplicated
+//!    in first-seen order, in [`FioInput::ignored`]. The latency, bandwidth
+//!    and IOPS logs (`write_lat_log`, `write_bw_log`, `write_iops_log` and
+//!    their `log_*` settings) are modeled and written (see [`crate::iolog`]);
+//!    `write_iolog` and `write_hist_log` are accepted and ignored: those
+//!    files are not written.
 //! 3. **Not modeled yet** options would change the I/O (`rate`, `verify`,
-//!    `verify`, `thinktime`, `bssplit`, ...) and are rejected with
+//!    `io_size`, `bssplit`, ...) and are rejected with
 //!    `option 'rate' is not modeled yet`, except when given the value that
 //!    is fio's no-op default (e.g. `rate=0`, `loops=1`), which is accepted
 //!    and listed as ignored.
@@ -275,6 +277,82 @@ impl BlockSizes {
     }
 }
 
+/// How a direction's block size varies from I/O to I/O (`bsrange`, `bssplit`),
+/// as fio's `get_next_buflen` draws it. A direction whose smallest and largest
+/// sizes are equal has none: every I/O has its `bs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BsDist {
+    /// `bsrange=MIN-MAX`: MIN + MAX × U (U uniform in [0, 1)), rounded down
+    /// to a multiple of MIN and capped at MAX: each multiple of MIN below MAX
+    /// about equally likely, MAX taking the rest.
+    Range {
+        /// Smallest size, bytes.
+        min: u64,
+        /// Largest size, bytes.
+        max: u64,
+    },
+    /// `bssplit`: `(size, percentage)` in the order fio looks them up (by
+    /// percentage, largest first; equal ones in the order given), percentages
+    /// as fio resolved them (blank ones share what is left of 100). A draw `v`
+    /// uniform in 1..=100 takes the first size whose running percentage total
+    /// reaches `v`, else the last size (with a nonzero percentage); as for a
+    /// range, the size is then rounded down to a multiple of the smallest.
+    Split(Vec<(u64, u32)>),
+}
+
+impl BsDist {
+    /// The smallest size, bytes.
+    pub fn min(&self) -> u64 {
+        match self {
+            BsDist::Range { min, .. } => *min,
+            BsDist::Split(v) => v.iter().map(|e| e.0).min().unwrap_or(0),
+        }
+    }
+
+    /// The largest size, bytes.
+    pub fn max(&self) -> u64 {
+        match self {
+            BsDist::Range { max, .. } => *max,
+            BsDist::Split(v) => v.iter().map(|e| e.0).max().unwrap_or(0),
+        }
+    }
+}
+
+/// fio's `random_distribution` for random jobs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RandomDist {
+    /// Uniform (`random`, the default), with the random map unless
+    /// `norandommap`.
+    Random,
+    /// `zipf[:theta[:center]]` (theta ≠ 1, default 1.1).
+    Zipf {
+        /// Zipf's exponent.
+        theta: f64,
+        /// Where the most popular block sits, 0..=1 (default: random).
+        center: Option<f64>,
+    },
+    /// `pareto[:h[:center]]` (0 < h < 1, default 0.2).
+    Pareto {
+        /// Pareto's parameter.
+        h: f64,
+        /// As for Zipf.
+        center: Option<f64>,
+    },
+    /// `normal[:dev[:center]]` (0 ≤ dev < 100, default 0).
+    Normal {
+        /// Extra spread, percent of the range.
+        dev: f64,
+        /// Where the peak sits, 0..=1 (default 0.5).
+        center: Option<f64>,
+    },
+    /// `zoned:ACCESS/SIZE%:...` per direction (read, write, trim): access
+    /// shares (adding up to 100) and zone sizes in percent of the region, in
+    /// order from its start. An empty list leaves the direction uniform.
+    Zoned([Vec<(u8, u8)>; 3]),
+    /// `zoned_abs:ACCESS/SIZE:...`: as `Zoned`, sizes in bytes.
+    ZonedAbs([Vec<(u8, u64)>; 3]),
+}
+
 /// A job's `size`: absolute or a percentage of the file/device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SizeSpec {
@@ -299,8 +377,12 @@ pub struct JobSpec {
     /// Percentage of reads in mixed workloads (`rwmixread`, or
     /// 100 - `rwmixwrite`; default 50).
     pub rwmixread: u32,
-    /// `bs` / `blocksize` per direction (default 4096).
+    /// `bs` / `blocksize` per direction (default 4096); with `bsrange` or
+    /// `bssplit`, the smallest size (fio's `min_bs`).
     pub bs: BlockSizes,
+    /// Read, write and trim sizes that vary (`bsrange`, `bssplit`); `None` for
+    /// a direction whose I/Os all have its `bs`.
+    pub bs_dist: [Option<BsDist>; 3],
     /// `size`; `None` when unset or 0 (fio then uses the file/device size).
     pub size: Option<SizeSpec>,
     /// `offset` / `fileoffset` in bytes (default 0).
@@ -337,6 +419,9 @@ pub struct JobSpec {
     pub randrepeat: bool,
     /// `norandommap`.
     pub norandommap: bool,
+    /// `random_distribution` (skewed ones draw without fio's random map, as
+    /// fio does for zipf, pareto and normal).
+    pub random_distribution: RandomDist,
     /// `number_ios`; `None` when unset or 0.
     pub number_ios: Option<u64>,
     /// `stonewall` / `wait_for_previous`.
@@ -377,10 +462,143 @@ pub struct JobSpec {
     pub kb_base: u32,
     /// `percentile_list`, when given (values in 0..=100).
     pub percentile_list: Option<Vec<f64>>,
+    /// The latency, bandwidth and IOPS logs the job writes.
+    pub logs: LogOptions,
+    /// `thinktime` and its settings; `None` when `thinktime` is 0 (fio then
+    /// ignores the others).
+    pub thinktime: Option<ThinkTime>,
+    /// `rate` / `rate_iops` and their settings; `None` when no direction is
+    /// limited.
+    pub rate: Option<RateLimit>,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.
     pub options: Vec<(String, String)>,
+}
+
+/// fio's `thinktime` family (backend.c `handle_thinktime`): after every
+/// `thinktime_blocks` I/Os (or `thinktime_iotime` of I/O), the job waits for
+/// all its I/O to complete, then stalls for `thinktime`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThinkTime {
+    /// `thinktime`, µs (more than 0).
+    pub think_us: u64,
+    /// `thinktime_spin`, µs: the part of the stall spent busy on the CPU (at
+    /// most `thinktime`, as fio's fixup makes it).
+    pub spin_us: u64,
+    /// `thinktime_blocks` (default 1).
+    pub blocks: u64,
+    /// `thinktime_blocks` was given (with `thinktime_iotime` alone, fio counts
+    /// no blocks).
+    pub blocks_set: bool,
+    /// `thinktime_blocks_type=issue`: count issued I/Os; else (`complete`, the
+    /// default) completed ones.
+    pub by_issue: bool,
+    /// `thinktime_iotime`, µs (0: unset): stall after this much time of I/O.
+    pub iotime_us: u64,
+}
+
+/// fio's rate limiting (`rate`, `rate_iops`, `rate_process`,
+/// `rate_ignore_thinktime`), per direction as fio's `setup_rate` resolves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Bytes per second allowed for reads and writes (0: unlimited): `rate`,
+    /// else `rate_iops` × the block size.
+    pub bps: [u64; 2],
+    /// `rate_process=poisson`: exponentially distributed gaps between I/Os
+    /// (else `linear`: each I/O is due when the bytes issued so far allow).
+    pub poisson: bool,
+    /// `rate_ignore_thinktime`: after a thinktime stall, do not catch up the
+    /// I/O the stall missed.
+    pub ignore_thinktime: bool,
+}
+
+/// The logs a job asks for (`write_lat_log`, `write_bw_log`, `write_iops_log`)
+/// and how they are kept; see [`crate::iolog`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogOptions {
+    /// File-name prefix of the `lat`, `clat` and `slat` logs (`write_lat_log`;
+    /// the job name when given without a value).
+    pub lat_prefix: Option<String>,
+    /// Prefix of the `bw` log (`write_bw_log`).
+    pub bw_prefix: Option<String>,
+    /// Prefix of the `iops` log (`write_iops_log`).
+    pub iops_prefix: Option<String>,
+    /// `log_avg_msec` (0: one sample per I/O).
+    pub avg_msec: u64,
+    /// `bwavgtime`, when given (fio's bandwidth sampling window, default 500
+    /// ms).
+    pub bw_avg_msec: Option<u64>,
+    /// `iopsavgtime`, when given (the IOPS sampling window, default 500 ms).
+    pub iops_avg_msec: Option<u64>,
+    /// `log_max_value` / `log_window_value`.
+    pub window_value: crate::iolog::WindowValue,
+    /// `log_offset`.
+    pub offset: bool,
+    /// `log_prio`.
+    pub prio: bool,
+    /// `log_issue_time` (requires `write_lat_log` and `log_offset`).
+    pub issue_time: bool,
+    /// `per_job_logs` (default true): one file per clone, numbered.
+    pub per_job: bool,
+    /// `disable_lat`: no `lat` log.
+    pub disable_lat: bool,
+    /// `disable_clat`: no `clat` log.
+    pub disable_clat: bool,
+    /// `disable_slat`: no `slat` log.
+    pub disable_slat: bool,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        LogOptions {
+            lat_prefix: None,
+            bw_prefix: None,
+            iops_prefix: None,
+            avg_msec: 0,
+            bw_avg_msec: None,
+            iops_avg_msec: None,
+            window_value: crate::iolog::WindowValue::Avg,
+            offset: false,
+            prio: false,
+            issue_time: false,
+            per_job: true,
+            disable_lat: false,
+            disable_clat: false,
+            disable_slat: false,
+        }
+    }
+}
+
+impl LogOptions {
+    /// Whether the job writes any log.
+    pub fn any(&self) -> bool {
+        self.lat_prefix.is_some() || self.bw_prefix.is_some() || self.iops_prefix.is_some()
+    }
+
+    /// fio's sampling windows for the bandwidth (`bw`) or IOPS statistics and
+    /// the averaging window of that log, ms, as fio's `add_job` resolves them:
+    /// without the log, `bwavgtime` / `iopsavgtime` (default 500); with it,
+    /// `log_avg_msec` for both, unless `bwavgtime` / `iopsavgtime` was given,
+    /// which then stays the sampling window while the log averages over the
+    /// smaller of the two. A log window of 0 samples every I/O (and so do the
+    /// statistics).
+    pub fn windows(&self, bw: bool) -> (u64, u64) {
+        let (prefix, given) = if bw {
+            (&self.bw_prefix, self.bw_avg_msec)
+        } else {
+            (&self.iops_prefix, self.iops_avg_msec)
+        };
+        let default = crate::stats::DEFAULT_AVG_TIME_MS;
+        match (prefix, given) {
+            (None, g) => (g.unwrap_or(default), self.avg_msec),
+            (Some(_), None) => (self.avg_msec, self.avg_msec),
+            (Some(_), Some(g)) => {
+                let log = self.avg_msec.min(g);
+                (if log == 0 { 0 } else { g }, log)
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -126,17 +126,30 @@ pub(crate) fn parse_int(s: &str, kb_base: u32, min: u64, max: u64) -> Result<u64
 /// Accepted suffixes (case-insensitive), as in fio's `get_mult_time`:
 /// `us`/`usec`, `ms`/`msec`, `s`, `m` (minutes), `h`, `d`; none = seconds.
 pub(crate) fn parse_time_seconds_default(s: &str) -> Result<u64, String> {
+    parse_time_default_unit(s, 1_000_000)
+}
+
+/// A time whose bare numbers are in microseconds (fio's `thinktime`,
+/// `thinktime_spin`), in nanoseconds.
+pub(crate) fn parse_time_us_default(s: &str) -> Result<u64, String> {
+    parse_time_default_unit(s, 1)
+}
+
+/// A time with fio's suffixes, bare numbers (and hex) counting `bare_us`
+/// microseconds each; in nanoseconds.
+fn parse_time_default_unit(s: &str, bare_us: u64) -> Result<u64, String> {
     let s = s.trim();
     if s.is_empty() {
         return Err("empty value".to_string());
     }
     // fio keeps times in microseconds; we convert to ns at the end.
     let (n, mult_us) = if is_hex(s) {
-        (parse_hex(s)?, 1_000_000u64)
+        (parse_hex(s)?, bare_us)
     } else {
         let (n, rest) = split_decimal(s)?;
         let mult = match rest.to_ascii_lowercase().as_str() {
-            "" | "s" => 1_000_000,
+            "" => bare_us,
+            "s" => 1_000_000,
             "us" | "usec" => 1,
             "ms" | "msec" => 1_000,
             "m" => 60 * 1_000_000,

@@ -8,9 +8,13 @@
 
 use super::number::{
     parse_abs_bytes, parse_bool, parse_bytes, parse_int, parse_plain_uint,
-    parse_time_seconds_default, ByteValue,
+    parse_time_seconds_default, parse_time_us_default, ByteValue,
 };
-use super::{BlockSizes, IoEngine, JobSpec, RwMode, SizeSpec, SourceLocation};
+use super::{
+    BlockSizes, BsDist, IoEngine, JobSpec, LogOptions, RandomDist, RateLimit, RwMode, SizeSpec,
+    SourceLocation, ThinkTime,
+};
+use crate::iolog::WindowValue;
 
 /// How an option takes its argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +111,8 @@ static OPTIONS: &[OptDef] = &[
     m("rwmixread", NONE, R),
     m("rwmixwrite", NONE, R),
     m("bs", &["blocksize"], R),
+    m("bsrange", &["blocksize_range"], R),
+    m("bssplit", NONE, R),
     m("size", NONE, R),
     m("offset", &["fileoffset"], R),
     m("numjobs", NONE, R),
@@ -123,6 +129,7 @@ static OPTIONS: &[OptDef] = &[
     m("randseed", NONE, R),
     m("randrepeat", &["allrandrepeat"], R),
     m("norandommap", NONE, Flag),
+    m("random_distribution", NONE, R),
     m("number_ios", NONE, R),
     m("stonewall", &["wait_for_previous"], Flag),
     m("ioscheduler", NONE, R),
@@ -144,6 +151,31 @@ static OPTIONS: &[OptDef] = &[
         ..m("kb_base", NONE, R)
     },
     m("percentile_list", NONE, R),
+    m("write_bw_log", NONE, Optional),
+    m("write_lat_log", NONE, Optional),
+    m("write_iops_log", NONE, Optional),
+    m("log_avg_msec", NONE, R),
+    m("bwavgtime", NONE, R),
+    m("iopsavgtime", NONE, R),
+    m("log_window_value", &["log_max_value"], R),
+    m("log_offset", NONE, R),
+    m("log_prio", NONE, R),
+    m("log_issue_time", NONE, R),
+    m("per_job_logs", NONE, R),
+    // Honoured for the logs (no such log is written), listed as ignored: the
+    // report keeps every latency.
+    m("disable_lat", NONE, R),
+    m("disable_clat", NONE, R),
+    m("disable_slat", NONE, R),
+    m("rate", NONE, R),
+    m("rate_iops", NONE, R),
+    m("rate_process", NONE, R),
+    m("rate_ignore_thinktime", NONE, R),
+    m("thinktime", NONE, R),
+    m("thinktime_spin", NONE, R),
+    m("thinktime_blocks", NONE, R),
+    m("thinktime_blocks_type", NONE, R),
+    m("thinktime_iotime", NONE, R),
     // ---- Ignored: cannot change the simulated I/O ----
     ig("description", NONE, R, Any),
     ig("lockmem", NONE, R, Int),
@@ -213,9 +245,6 @@ static OPTIONS: &[OptDef] = &[
     ig("gtod_reduce", NONE, R, Bool),
     ig("gtod_cpu", NONE, R, Int),
     ig("job_start_clock_id", NONE, R, Int),
-    ig("disable_lat", NONE, R, Bool),
-    ig("disable_clat", NONE, R, Bool),
-    ig("disable_slat", NONE, R, Bool),
     ig("disable_bw_measurement", &["disable_bw"], R, Bool),
     ig("clat_percentiles", NONE, R, Bool),
     ig("lat_percentiles", NONE, R, Bool),
@@ -223,33 +252,21 @@ static OPTIONS: &[OptDef] = &[
     ig("stats", NONE, R, Bool),
     ig("disk_util", NONE, R, Bool),
     ig("cgroup_nodelete", NONE, R, Bool),
-    ig("per_job_logs", NONE, R, Bool),
-    ig("write_bw_log", NONE, Optional, Any),
-    ig("write_lat_log", NONE, Optional, Any),
-    ig("write_iops_log", NONE, Optional, Any),
     ig("write_hist_log", NONE, Optional, Any),
     ig("write_iolog", NONE, R, Any),
     ig("log_entries", NONE, R, Int),
-    ig("log_avg_msec", NONE, R, Int),
     ig("log_hist_msec", NONE, R, Int),
     ig("log_hist_coarseness", NONE, R, Int),
-    ig(
-        "log_window_value",
-        &["log_max_value"],
-        R,
-        Check::Choice(&["avg", "max", "both", "0", "1"]),
-    ),
-    ig("log_offset", NONE, R, Bool),
-    ig("log_prio", NONE, R, Bool),
-    ig("log_issue_time", NONE, R, Bool),
     ig("log_compression", NONE, R, Int),
     ig("log_compression_cpus", NONE, R, Any),
-    ig("log_store_compressed", NONE, R, Bool),
-    ig("log_alternate_epoch", &["log_unix_epoch"], R, Bool),
     ig("log_alternate_epoch_clock_id", NONE, R, Int),
+    // Only rate_min's check reads it, and rate_min is not modeled.
+    ig("rate_cycle", &["ratecycle"], R, Int),
     ig("numa_cpu_nodes", NONE, R, Any),
     ig("numa_mem_policy", NONE, R, Any),
-    // ---- Not modeled yet: would change the I/O ----
+    // ---- Not modeled yet: would change the I/O (or a log's contents) ----
+    nm("log_store_compressed", NONE, R, ZERO),
+    nm("log_alternate_epoch", &["log_unix_epoch"], R, ZERO),
     nm("wait_for", NONE, R, NONE),
     nm("filetype", NONE, R, &["none"]),
     nm("directory", NONE, R, NONE),
@@ -274,8 +291,6 @@ static OPTIONS: &[OptDef] = &[
     nm("offset_increment", NONE, R, ZERO),
     nm("num_range", NONE, R, ONE),
     nm("ba", &["blockalign"], R, NONE),
-    nm("bsrange", &["blocksize_range"], R, NONE),
-    nm("bssplit", NONE, R, NONE),
     nm("bs_unaligned", &["blocksize_unaligned"], Flag, NONE),
     nm("bs_is_seq_rand", NONE, R, ZERO),
     nm("softrandommap", NONE, R, ZERO),
@@ -284,7 +299,6 @@ static OPTIONS: &[OptDef] = &[
     nm("spr_op", NONE, R, NONE),
     nm("spr_cs", NONE, R, NONE),
     nm("random_generator", NONE, R, NONE),
-    nm("random_distribution", NONE, R, &["random"]),
     nm("percentage_random", NONE, R, &["100"]),
     nm("percentage_sequential", NONE, R, NONE),
     nm("nrfiles", &["nr_files"], R, ONE),
@@ -354,19 +368,9 @@ static OPTIONS: &[OptDef] = &[
     nm("dp_scheme", NONE, R, NONE),
     nm("rwmixcycle", NONE, R, NONE),
     nm("priohint", NONE, R, NONE),
-    nm("thinktime", NONE, R, ZERO),
-    nm("thinktime_spin", NONE, R, ZERO),
     nm("thinkcycles", NONE, R, ZERO),
-    nm("thinktime_blocks", NONE, R, ONE),
-    nm("thinktime_blocks_type", NONE, R, &["complete"]),
-    nm("thinktime_iotime", NONE, R, ZERO),
-    nm("rate", NONE, R, ZERO),
     nm("rate_min", &["ratemin"], R, ZERO),
-    nm("rate_iops", NONE, R, ZERO),
     nm("rate_iops_min", NONE, R, ZERO),
-    nm("rate_process", NONE, R, &["linear"]),
-    nm("rate_cycle", &["ratecycle"], R, NONE),
-    nm("rate_ignore_thinktime", NONE, R, NONE),
     nm("max_latency", NONE, R, NONE),
     nm("latency_target", NONE, R, NONE),
     nm("latency_window", NONE, R, NONE),
@@ -387,8 +391,6 @@ static OPTIONS: &[OptDef] = &[
     nm("exit_what", NONE, R, NONE),
     nm("exitall_on_error", NONE, Flag, NONE),
     nm("block_error_percentiles", NONE, R, ZERO),
-    nm("bwavgtime", NONE, R, &["500"]),
-    nm("iopsavgtime", NONE, R, &["500"]),
     nm("significant_figures", NONE, R, &["4"]),
     nm("unified_rw_reporting", NONE, R, &["none", "0"]),
     nm("ignore_error", NONE, R, NONE),
@@ -459,7 +461,11 @@ pub(crate) struct JobState {
     filename: Option<String>,
     rw: RwMode,
     rwmixread: u32,
+    /// Smallest and largest block size per direction (fio's `min_bs`,
+    /// `max_bs`), and `bssplit`'s table.
     bs: [u64; 3],
+    bs_max: [u64; 3],
+    bssplit: [Option<Vec<(u64, u32)>>; 3],
     size: Option<SizeSpec>,
     offset: u64,
     numjobs: u64,
@@ -475,6 +481,7 @@ pub(crate) struct JobState {
     randseed: Option<u64>,
     randrepeat: bool,
     norandommap: bool,
+    random_distribution: RandomDist,
     number_ios: u64,
     stonewall: bool,
     ioscheduler: Option<String>,
@@ -493,6 +500,17 @@ pub(crate) struct JobState {
     sync: bool,
     pub kb_base: u32,
     percentile_list: Option<Vec<f64>>,
+    logs: LogOptions,
+    /// `thinktime` family, µs / counts as fio keeps them.
+    think_us: u64,
+    think_spin_us: u64,
+    think_blocks: Option<u64>,
+    think_by_issue: bool,
+    think_iotime_us: u64,
+    rate: [u64; 3],
+    rate_iops: [u64; 3],
+    rate_poisson: bool,
+    rate_ignore_thinktime: bool,
 }
 
 impl Default for JobState {
@@ -504,6 +522,8 @@ impl Default for JobState {
             rw: RwMode::Read,
             rwmixread: 50,
             bs: [4096; 3],
+            bs_max: [4096; 3],
+            bssplit: [None, None, None],
             size: None,
             offset: 0,
             numjobs: 1,
@@ -519,6 +539,7 @@ impl Default for JobState {
             randseed: None,
             randrepeat: true,
             norandommap: false,
+            random_distribution: RandomDist::Random,
             number_ios: 0,
             stonewall: false,
             ioscheduler: None,
@@ -537,6 +558,16 @@ impl Default for JobState {
             sync: false,
             kb_base: 1024,
             percentile_list: None,
+            logs: LogOptions::default(),
+            think_us: 0,
+            think_spin_us: 0,
+            think_blocks: None,
+            think_by_issue: false,
+            think_iotime_us: 0,
+            rate: [0; 3],
+            rate_iops: [0; 3],
+            rate_poisson: false,
+            rate_ignore_thinktime: false,
         }
     }
 }
@@ -579,7 +610,10 @@ impl JobState {
             Class::Modeled => {
                 self.set(def, value)?;
                 Ok(Applied {
-                    ignored: def.name == "thread",
+                    ignored: matches!(
+                        def.name,
+                        "thread" | "disable_lat" | "disable_clat" | "disable_slat"
+                    ),
                 })
             }
         }
@@ -621,6 +655,15 @@ impl JobState {
             "norandommap" => self.norandommap = flag_value(value)?,
             "stonewall" => self.stonewall = flag_value(value)?,
             "thread" => self.thread = flag_value(value)?,
+            // fio's make_log_name: no value (or an empty one) means the job name.
+            "write_bw_log" | "write_lat_log" | "write_iops_log" => {
+                let prefix = Some(value.unwrap_or("").trim().to_string());
+                match def.name {
+                    "write_bw_log" => self.logs.bw_prefix = prefix,
+                    "write_lat_log" => self.logs.lat_prefix = prefix,
+                    _ => self.logs.iops_prefix = prefix,
+                }
+            }
             _ => {
                 let v = required(def, value)?;
                 self.set_valued(def.name, v, kb)?;
@@ -644,7 +687,34 @@ impl JobState {
             "rw" => self.rw = parse_rw(v)?,
             "rwmixread" => self.rwmixread = int(0, 100)? as u32,
             "rwmixwrite" => self.rwmixread = 100 - int(0, 100)? as u32,
-            "bs" => self.bs = parse_bs(v, kb, self.bs)?,
+            "bs" => {
+                self.bs = parse_bs(v, kb, self.bs)?;
+                for (d, part) in split_dirs(v)?.iter().enumerate() {
+                    if part.is_some() {
+                        self.bs_max[d] = self.bs[d];
+                    }
+                }
+            }
+            "bsrange" => {
+                for (d, part) in split_dirs(v)?.iter().enumerate() {
+                    if let Some(p) = part {
+                        let (lo, hi) = parse_range(p, kb)?;
+                        self.bs[d] = lo;
+                        self.bs_max[d] = hi;
+                    }
+                }
+            }
+            "bssplit" => {
+                for (d, part) in bssplit_dirs(v).iter().enumerate() {
+                    if let Some(p) = part {
+                        if let Some(table) = parse_bssplit_dir(p, kb)? {
+                            self.bs[d] = table.iter().map(|e| e.0).min().unwrap_or(1);
+                            self.bs_max[d] = table.iter().map(|e| e.0).max().unwrap_or(1);
+                            self.bssplit[d] = Some(table);
+                        }
+                    }
+                }
+            }
             "size" => {
                 if v.contains([',', ':', '-']) {
                     return Err(format!("expected a single size, got '{v}'"));
@@ -735,6 +805,59 @@ impl JobState {
                 }
             }
             "percentile_list" => self.percentile_list = Some(parse_percentiles(v)?),
+            // fio keeps these in an unsigned int of µs.
+            "thinktime" => self.think_us = parse_us(v, parse_time_us_default)?,
+            "thinktime_spin" => self.think_spin_us = parse_us(v, parse_time_us_default)?,
+            "thinktime_iotime" => self.think_iotime_us = parse_us(v, parse_time_seconds_default)?,
+            "thinktime_blocks" => self.think_blocks = Some(int(0, U32_MAX)?),
+            "thinktime_blocks_type" => {
+                self.think_by_issue = match v {
+                    "complete" => false,
+                    "issue" => true,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for thinktime_blocks_type (valid: complete, issue)"
+                        ))
+                    }
+                }
+            }
+            "rate" => self.rate = parse_per_dir(v, kb, self.rate, "rate")?,
+            "rate_iops" => self.rate_iops = parse_per_dir(v, kb, self.rate_iops, "rate_iops")?,
+            "rate_process" => {
+                self.rate_poisson = match v {
+                    "linear" => false,
+                    "poisson" => true,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for rate_process (valid: linear, poisson)"
+                        ))
+                    }
+                }
+            }
+            "rate_ignore_thinktime" => self.rate_ignore_thinktime = parse_bool(v)?,
+            "random_distribution" => self.random_distribution = parse_random_dist(v, kb)?,
+            "log_avg_msec" => self.logs.avg_msec = int(0, U32_MAX)?,
+            "bwavgtime" => self.logs.bw_avg_msec = Some(int(1, U32_MAX)?),
+            "iopsavgtime" => self.logs.iops_avg_msec = Some(int(1, U32_MAX)?),
+            "log_window_value" => {
+                self.logs.window_value = match v {
+                    "avg" | "0" => WindowValue::Avg,
+                    "max" | "1" => WindowValue::Max,
+                    "both" => WindowValue::Both,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for log_max_value (valid: avg, max, both, 0, 1)"
+                        ))
+                    }
+                }
+            }
+            "log_offset" => self.logs.offset = parse_bool(v)?,
+            "log_prio" => self.logs.prio = parse_bool(v)?,
+            "log_issue_time" => self.logs.issue_time = parse_bool(v)?,
+            "per_job_logs" => self.logs.per_job = parse_bool(v)?,
+            "disable_lat" => self.logs.disable_lat = parse_bool(v)?,
+            "disable_clat" => self.logs.disable_clat = parse_bool(v)?,
+            "disable_slat" => self.logs.disable_slat = parse_bool(v)?,
             other => return Err(format!("internal error: unhandled option '{other}'")),
         }
         Ok(())
@@ -768,6 +891,20 @@ impl JobState {
             write: self.bs[1],
             trim: self.bs[2],
         };
+        // fio's get_next_buflen: equal bounds mean one size; else bssplit's
+        // table if there is one, else the range.
+        let bs_dist = [0, 1, 2].map(|d| {
+            if self.bs[d] == self.bs_max[d] {
+                None
+            } else if let Some(t) = &self.bssplit[d] {
+                Some(BsDist::Split(t.clone()))
+            } else {
+                Some(BsDist::Range {
+                    min: self.bs[d],
+                    max: self.bs_max[d],
+                })
+            }
+        });
         if let Some(SizeSpec::Bytes(size)) = self.size {
             if size < bs.min() {
                 return Err(format!(
@@ -791,6 +928,47 @@ impl JobState {
         let complete_max = self
             .iodepth_batch_complete_max
             .max(self.iodepth_batch_complete_min);
+        let thinktime = (self.think_us > 0).then(|| ThinkTime {
+            think_us: self.think_us,
+            // fio's fixup: thinktime_spin must not exceed thinktime.
+            spin_us: self.think_spin_us.min(self.think_us),
+            blocks: self.think_blocks.unwrap_or(1),
+            blocks_set: self.think_blocks.is_some(),
+            by_issue: self.think_by_issue,
+            iotime_us: self.think_iotime_us,
+        });
+        // fio's setup_rate: a direction's `rate` wins over its `rate_iops`.
+        let rate_bps = [0, 1].map(|d| {
+            if self.rate[d] > 0 {
+                self.rate[d]
+            } else {
+                self.rate_iops[d].saturating_mul(self.bs[d])
+            }
+        });
+        let rate = (rate_bps.iter().any(|b| *b > 0)).then_some(RateLimit {
+            bps: rate_bps,
+            poisson: self.rate_poisson,
+            ignore_thinktime: self.rate_ignore_thinktime,
+        });
+        let mut logs = self.logs.clone();
+        if logs.issue_time && (logs.lat_prefix.is_none() || !logs.offset) {
+            return Err(format!(
+                "job '{name}': log_issue_time requires write_lat_log and log_offset"
+            ));
+        }
+        // fio's make_log_name: an empty prefix is the job name.
+        for p in [
+            &mut logs.lat_prefix,
+            &mut logs.bw_prefix,
+            &mut logs.iops_prefix,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if p.is_empty() {
+                *p = name.clone();
+            }
+        }
         Ok(JobSpec {
             name,
             source,
@@ -798,6 +976,7 @@ impl JobState {
             rw: self.rw,
             rwmixread: self.rwmixread,
             bs,
+            bs_dist,
             size: self.size,
             offset: self.offset,
             numjobs: self.numjobs as u32,
@@ -814,6 +993,7 @@ impl JobState {
             // fio: "If randseed is set, that overrides randrepeat".
             randrepeat: self.randrepeat && self.randseed.is_none(),
             norandommap: self.norandommap,
+            random_distribution: self.random_distribution.clone(),
             number_ios: (self.number_ios != 0).then_some(self.number_ios),
             stonewall: self.stonewall,
             ioscheduler: self.ioscheduler.clone(),
@@ -832,9 +1012,24 @@ impl JobState {
             sync: self.sync,
             kb_base: self.kb_base,
             percentile_list: self.percentile_list.clone(),
+            logs,
+            thinktime,
+            rate,
             options,
         })
     }
+}
+
+/// A time option fio keeps as an unsigned int of µs; `parse` gives ns.
+fn parse_us(v: &str, parse: fn(&str) -> Result<u64, String>) -> Result<u64, String> {
+    if v.contains([',', ':', '-']) {
+        return Err(format!("expected a single time value, got '{v}'"));
+    }
+    let us = parse(v)? / 1_000;
+    if us > U32_MAX {
+        return Err(format!("time '{v}' is too large (at most {U32_MAX} us)"));
+    }
+    Ok(us)
 }
 
 fn parse_time(v: &str) -> Result<u64, String> {
@@ -910,6 +1105,313 @@ fn parse_filename(v: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// The per-direction parts of `R[,W[,T]]` (fio's rule for `bs`, `bsrange`,
+/// `rate`, ...): with one part all three directions take it; with several,
+/// each non-empty part sets its direction and the last one also the
+/// directions after it; an empty part leaves its direction unchanged.
+fn split_dirs(v: &str) -> Result<[Option<&str>; 3], String> {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    if parts.len() > 3 {
+        return Err(format!(
+            "too many values in '{v}' (at most read,write,trim)"
+        ));
+    }
+    let mut out = [None; 3];
+    let last = parts.len() - 1;
+    for (i, p) in parts.iter().enumerate() {
+        if p.is_empty() {
+            continue;
+        }
+        out[i] = Some(*p);
+        if i == last {
+            for slot in out.iter_mut().skip(i + 1) {
+                *slot = Some(*p);
+            }
+        }
+    }
+    if out.iter().all(Option::is_none) {
+        return Err(format!("expected a value, got '{v}'"));
+    }
+    Ok(out)
+}
+
+/// `bsrange`'s `MIN-MAX` (or `MIN:MAX`), swapped when reversed as fio does.
+fn parse_range(p: &str, kb: u32) -> Result<(u64, u64), String> {
+    let (a, b) = p
+        .split_once(['-', ':'])
+        .ok_or_else(|| format!("expected a block size range MIN-MAX, got '{p}'"))?;
+    let lo = parse_abs_bytes(a.trim(), kb)?;
+    let hi = parse_abs_bytes(b.trim(), kb)?;
+    let (lo, hi) = (lo.min(hi), lo.max(hi));
+    if lo == 0 {
+        return Err("block size must be at least 1".to_string());
+    }
+    if hi > U32_MAX {
+        return Err(format!("block size {hi} is too large"));
+    }
+    Ok((lo, hi))
+}
+
+/// fio's `str_split_parse` for `bssplit`: `R,W[,T]` (without a third part,
+/// trims take the writes'), or one table for all three directions.
+fn bssplit_dirs(v: &str) -> [Option<&str>; 3] {
+    match v.split_once(',') {
+        None => [Some(v); 3],
+        Some((r, rest)) => match rest.split_once(',') {
+            Some((w, t)) => [Some(r), Some(w), Some(t)],
+            None => [Some(r), Some(rest), Some(rest)],
+        },
+    }
+}
+
+/// `random_distribution`: `random`, `zipf[:theta[:center]]`,
+/// `pareto[:h[:center]]`, `normal[:dev[:center]]`, `zoned:...`,
+/// `zoned_abs:...`, with fio's defaults and range checks.
+fn parse_random_dist(v: &str, kb: u32) -> Result<RandomDist, String> {
+    let (name, rest) = match v.split_once(':') {
+        Some((n, r)) => (n.trim(), Some(r)),
+        None => (v.trim(), None),
+    };
+    let floats = |default: f64| -> Result<(f64, Option<f64>), String> {
+        let Some(r) = rest else {
+            return Ok((default, None));
+        };
+        let mut it = r.split(':');
+        let num = |s: &str| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .ok_or_else(|| format!("malformed number '{s}' in random_distribution={v}"))
+        };
+        let val = num(it.next().unwrap_or(""))?;
+        let center = it.next().map(num).transpose()?;
+        if it.next().is_some() {
+            return Err(format!("too many values in random_distribution={v}"));
+        }
+        if let Some(c) = center {
+            if !(0.0..=1.0).contains(&c) {
+                return Err(format!(
+                    "distribution center {c} out of range (0 <= center <= 1.0)"
+                ));
+            }
+        }
+        Ok((val, center))
+    };
+    Ok(match name {
+        "random" => RandomDist::Random,
+        "zipf" => {
+            let (theta, center) = floats(1.1)?;
+            if theta == 1.0 {
+                return Err("zipf theta must be different from 1.0".to_string());
+            }
+            if theta <= 0.0 {
+                return Err(format!("zipf theta must be positive, got {theta}"));
+            }
+            RandomDist::Zipf { theta, center }
+        }
+        "pareto" => {
+            let (h, center) = floats(0.2)?;
+            if h <= 0.0 || h >= 1.0 {
+                return Err(format!("pareto input {h} out of range (0 < input < 1.0)"));
+            }
+            RandomDist::Pareto { h, center }
+        }
+        "normal" => {
+            let (dev, center) = floats(0.0)?;
+            if !(0.0..100.0).contains(&dev) {
+                return Err(format!(
+                    "normal deviation {dev} out of range (0 <= input < 100.0)"
+                ));
+            }
+            RandomDist::Normal { dev, center }
+        }
+        "zoned" | "zoned_abs" => {
+            let body = rest.ok_or_else(|| format!("random_distribution={name} needs zones, e.g. {name}:60/10:40/90"))?;
+            let mut rel: [Vec<(u8, u8)>; 3] = Default::default();
+            let mut abs: [Vec<(u8, u64)>; 3] = Default::default();
+            for (d, part) in bssplit_dirs(body).iter().enumerate() {
+                let Some(p) = part else { continue };
+                if name == "zoned" {
+                    rel[d] = parse_zones(p, false, kb)?
+                        .into_iter()
+                        .map(|(a, s)| (a, s as u8))
+                        .collect();
+                } else {
+                    abs[d] = parse_zones(p, true, kb)?;
+                }
+            }
+            if name == "zoned" {
+                RandomDist::Zoned(rel)
+            } else {
+                RandomDist::ZonedAbs(abs)
+            }
+        }
+        _ => {
+            return Err(format!(
+                "invalid value '{v}' for random_distribution (valid: random, zipf, pareto, normal, zoned, zoned_abs)"
+            ))
+        }
+    })
+}
+
+/// Most zones fio keeps per direction (`ZONESPLIT_MAX`).
+const ZONESPLIT_MAX: usize = 256;
+
+/// One direction's zones, `ACCESS/SIZE:...` (fio's `zone_split_ddir`): access
+/// shares must add up to exactly 100; `zoned` sizes are percentages (above
+/// 100 counts as 100; blank or 0 share what the others leave equally; more
+/// than 100 in all is an error), `zoned_abs` sizes bytes (required). Parsing
+/// stops at an empty entry; an empty list leaves the direction uniform.
+fn parse_zones(p: &str, absolute: bool, kb: u32) -> Result<Vec<(u8, u64)>, String> {
+    const BLANK: u64 = u64::MAX;
+    let mut zones: Vec<(u8, u64)> = Vec::new();
+    for e in p.trim().split(':') {
+        let e = e.trim();
+        if e.is_empty() {
+            break;
+        }
+        if zones.len() == ZONESPLIT_MAX {
+            return Err(format!("more than {ZONESPLIT_MAX} zones in one direction"));
+        }
+        let (a, size) = match e.split_once('/') {
+            Some((a, s)) => (a.trim(), Some(s.trim())),
+            None => (e, None),
+        };
+        let access = parse_plain_uint(a)
+            .ok()
+            .filter(|n| *n <= 100)
+            .ok_or_else(|| format!("zone access share '{a}' is not a percentage (0..100)"))?;
+        let size = if absolute {
+            let s =
+                size.ok_or_else(|| format!("zoned_abs zone '{e}' needs a size (ACCESS/SIZE)"))?;
+            let b = parse_abs_bytes(s, kb)?;
+            if b == 0 {
+                return Err(format!("zoned_abs zone '{e}' has size 0"));
+            }
+            b
+        } else {
+            match size.map(atoi) {
+                Some(n) if n > 100 => 100,
+                Some(n) if n > 0 => n as u64,
+                _ => BLANK,
+            }
+        };
+        zones.push((access as u8, size));
+    }
+    if zones.is_empty() {
+        return Ok(zones);
+    }
+    let access: u64 = zones.iter().map(|z| z.0 as u64).sum();
+    if access != 100 {
+        return Err(format!("zone access shares add up to {access}, not 100"));
+    }
+    if !absolute {
+        let given: u64 = zones.iter().filter(|z| z.1 != BLANK).map(|z| z.1).sum();
+        let blanks = zones.iter().filter(|z| z.1 == BLANK).count() as u64;
+        if given > 100 {
+            return Err("zone sizes add to more than 100%".to_string());
+        }
+        if blanks > 0 {
+            let total = if blanks == 1 && zones.len() == 1 {
+                100
+            } else {
+                given
+            };
+            let share = (100 - total) / blanks;
+            for z in zones.iter_mut().filter(|z| z.1 == BLANK) {
+                z.1 = share;
+            }
+        }
+    }
+    Ok(zones)
+}
+
+/// Most entries fio keeps in one direction's `bssplit` (`BSSPLIT_MAX`).
+const BSSPLIT_MAX: usize = 64;
+
+/// One direction's `bssplit` table, `SIZE[/PERCENT]:...`, resolved as fio's
+/// `bssplit_ddir` does: parsing stops at an empty entry; a percentage above
+/// 100 counts as 100, a missing, zero or non-numeric one as blank; blank
+/// entries share what the others leave of 100 equally (fio's unsigned
+/// arithmetic included, so given percentages above 100 leave a huge share);
+/// more than 100 with two or more blanks is an error. Sorted in fio's lookup
+/// order. `None` for an empty table (the direction is left unchanged).
+fn parse_bssplit_dir(p: &str, kb: u32) -> Result<Option<Vec<(u64, u32)>>, String> {
+    const BLANK: u32 = u32::MAX;
+    let mut entries: Vec<(u64, u32)> = Vec::new();
+    for e in p.trim().split(':') {
+        let e = e.trim();
+        if e.is_empty() {
+            break;
+        }
+        if entries.len() == BSSPLIT_MAX {
+            return Err(format!(
+                "bssplit has more than {BSSPLIT_MAX} entries in one direction"
+            ));
+        }
+        let (size, perc) = match e.split_once('/') {
+            Some((s, pc)) => (s.trim(), Some(atoi(pc.trim()))),
+            None => (e, None),
+        };
+        let bs = parse_abs_bytes(size, kb)?;
+        if bs == 0 {
+            return Err("block size must be at least 1".to_string());
+        }
+        if bs > U32_MAX {
+            return Err(format!("block size {bs} is too large"));
+        }
+        let perc = match perc {
+            Some(n) if n > 100 => 100,
+            Some(n) if n > 0 => n as u32,
+            _ => BLANK,
+        };
+        entries.push((bs, perc));
+    }
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let given: u32 = entries.iter().filter(|e| e.1 != BLANK).map(|e| e.1).sum();
+    let blanks = entries.iter().filter(|e| e.1 == BLANK).count() as u32;
+    if given > 100 && blanks > 1 {
+        return Err("bssplit percentages add to more than 100%".to_string());
+    }
+    if blanks > 0 {
+        let total = if blanks == 1 && entries.len() == 1 {
+            100
+        } else {
+            given
+        };
+        let share = 100u32.wrapping_sub(total) / blanks;
+        for e in entries.iter_mut().filter(|e| e.1 == BLANK) {
+            e.1 = share;
+        }
+    }
+    // Largest percentage first; a stable sort keeps equal ones in order.
+    entries.sort_by_key(|e| std::cmp::Reverse(e.1));
+    Ok(Some(entries))
+}
+
+/// C's `atoi`: leading digits (after an optional sign), 0 when there are none.
+fn atoi(s: &str) -> i64 {
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let mut n: i64 = 0;
+    for c in digits.chars() {
+        match c.to_digit(10) {
+            Some(d) => n = n.saturating_mul(10).saturating_add(d as i64),
+            None => break,
+        }
+    }
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
 /// `bs=R[,W[,T]]`: with one value all three directions take it; with
 /// several, each given value sets its direction and the last one also fills
 /// the directions after it; an empty part leaves its direction unchanged
@@ -917,7 +1419,7 @@ fn parse_filename(v: &str) -> Result<String, String> {
 fn parse_bs(v: &str, kb: u32, current: [u64; 3]) -> Result<[u64; 3], String> {
     if v.contains([':', '-']) {
         return Err(format!(
-            "block size ranges ('{v}') are bsrange, which is not modeled yet"
+            "block size ranges ('{v}') are given with bsrange=MIN-MAX"
         ));
     }
     let parts: Vec<&str> = v.split(',').collect();
@@ -951,6 +1453,38 @@ fn parse_bs(v: &str, kb: u32, current: [u64; 3]) -> Result<[u64; 3], String> {
         return Err(format!("option 'bs' requires a value, got '{v}'"));
     }
     Ok(bs)
+}
+
+/// fio's per-direction values (`rate=R[,W[,T]]`): as `bs`, one value sets all
+/// three directions, the last of several fills those after it, and an empty
+/// part leaves its direction unchanged (`rate=,500k` limits writes only,
+/// `rate=500k,` reads only).
+fn parse_per_dir(v: &str, kb: u32, current: [u64; 3], name: &str) -> Result<[u64; 3], String> {
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 3 {
+        return Err(format!(
+            "too many values in '{v}' for {name} (at most read,write,trim)"
+        ));
+    }
+    let mut out = current;
+    let last = parts.len() - 1;
+    for (i, p) in parts.iter().enumerate() {
+        let p = p.trim();
+        if p.is_empty() {
+            continue;
+        }
+        if p.contains([':', '-']) {
+            return Err(format!("expected a number for {name}, got '{p}'"));
+        }
+        let n = parse_abs_bytes(p, kb)?;
+        out[i] = n;
+        if i == last {
+            for slot in out.iter_mut().skip(i + 1) {
+                *slot = n;
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// fio's CPU list syntax: comma-separated CPUs or inclusive ranges, e.g.
@@ -1032,6 +1566,77 @@ mod tests {
         assert!(parse_bs("0", 1024, d).is_err());
         assert!(parse_bs("1,2,3,4", 1024, d).is_err());
         assert!(parse_bs(",", 1024, d).is_err());
+    }
+
+    #[test]
+    fn bssplit_tables_follow_fio() {
+        let t = |s: &str| parse_bssplit_dir(s, 1024).unwrap().unwrap();
+        assert_eq!(
+            t("4k/50:64k/40:1m/10"),
+            vec![(4096, 50), (65536, 40), (1 << 20, 10)]
+        );
+        // Sorted by percentage, largest first; equal ones keep their order.
+        assert_eq!(
+            t("4k/10:8k/80:16k/10"),
+            vec![(8192, 80), (4096, 10), (16384, 10)]
+        );
+        // Blanks share the rest equally (integer division).
+        assert_eq!(t("4k/50:8k:16k"), vec![(4096, 50), (8192, 25), (16384, 25)]);
+        assert_eq!(t("4k:8k:16k"), vec![(4096, 33), (8192, 33), (16384, 33)]);
+        // 0 and junk are blank; above 100 is 100.
+        assert_eq!(t("4k/0:8k/x"), vec![(4096, 50), (8192, 50)]);
+        assert_eq!(t("4k/150"), vec![(4096, 100)]);
+        // Over 100 with one blank: fio's unsigned arithmetic.
+        assert_eq!(
+            t("4k/90:8k/20:16k"),
+            vec![(16384, u32::MAX - 9), (4096, 90), (8192, 20)]
+        );
+        // Parsing stops at an empty entry.
+        assert_eq!(t("4k/50::8k/50"), vec![(4096, 50)]);
+        assert_eq!(parse_bssplit_dir("", 1024).unwrap(), None);
+        assert!(parse_bssplit_dir("4k/90:8k:16k:32k/20", 1024).is_err());
+        assert!(parse_bssplit_dir("0/50:4k/50", 1024).is_err());
+        assert!(parse_bssplit_dir("4q/50", 1024).is_err());
+        let many = vec!["4k"; 65].join(":");
+        assert!(parse_bssplit_dir(&many, 1024).is_err());
+        assert_eq!(bssplit_dirs("a,b"), [Some("a"), Some("b"), Some("b")]);
+        assert_eq!(bssplit_dirs("a,b,c"), [Some("a"), Some("b"), Some("c")]);
+        assert_eq!(bssplit_dirs(",b"), [Some(""), Some("b"), Some("b")]);
+        assert_eq!(bssplit_dirs("a"), [Some("a"); 3]);
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range("4k-16k", 1024).unwrap(), (4096, 16384));
+        assert_eq!(parse_range("16k:4k", 1024).unwrap(), (4096, 16384));
+        assert!(parse_range("4k", 1024).is_err());
+        assert!(parse_range("0-4k", 1024).is_err());
+        assert_eq!(
+            split_dirs("1k-4k,,8k-16k").unwrap(),
+            [Some("1k-4k"), None, Some("8k-16k")]
+        );
+        assert!(split_dirs(",,").is_err());
+    }
+
+    #[test]
+    fn per_direction_rates() {
+        let z = [0; 3];
+        assert_eq!(parse_per_dir("1m", 1024, z, "rate").unwrap(), [1 << 20; 3]);
+        assert_eq!(
+            parse_per_dir("500k,100k", 1024, z, "rate").unwrap(),
+            [512_000, 102_400, 102_400]
+        );
+        assert_eq!(
+            parse_per_dir(",500k", 1024, z, "rate").unwrap(),
+            [0, 512_000, 512_000]
+        );
+        assert_eq!(
+            parse_per_dir("500k,", 1024, z, "rate").unwrap(),
+            [512_000, 0, 0]
+        );
+        assert!(parse_per_dir("1,2,3,4", 1024, z, "rate").is_err());
+        assert!(parse_per_dir("1k-2k", 1024, z, "rate").is_err());
+        assert!(parse_per_dir("fast", 1024, z, "rate").is_err());
     }
 
     #[test]

@@ -254,6 +254,7 @@ pub fn simulate(rec: &MergeRecording, model: &LoopModel) -> Result<SimMerges, St
         nr_cpus: model.nr_cpus,
         epoch_secs: 0,
         submit_ns: model.submit_ns,
+        write_logs: false,
     };
     let plan = runner::plan(&input, &opts).map_err(|e| e.to_string())?;
     let rep = runner::run(&input, &opts, plan, None).map_err(|e| e.to_string())?;
