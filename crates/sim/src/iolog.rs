@@ -338,7 +338,7 @@ pub fn log_file_name(prefix: &str, kind: LogKind, job_number: usize, per_job: bo
 
 /// An error creating or writing log files.
 #[derive(Debug, thiserror::Error)]
-#[error("log file '{path}': {source}")]
+#[error("log file '{path}'")]
 pub struct LogError {
     /// The file.
     pub path: String,
