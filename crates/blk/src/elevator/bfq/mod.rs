@@ -69,6 +69,7 @@ pub mod force;
 pub mod idle;
 pub mod inject;
 pub mod merge;
+pub mod peak_rate;
 pub mod queue;
 pub mod wf2q;
 pub mod wr;
@@ -183,6 +184,8 @@ pub struct Bfq {
     pub bfq_max_budget: i64,
     bfq_user_max_budget: i64,
     peak_rate: u32,
+    /// The peak-rate observation interval.
+    rate: peak_rate::RateSampling,
     /// `in_service_queue`.
     pub in_service_queue: Option<QueueId>,
     last_position: u64,
@@ -258,6 +261,7 @@ impl Bfq {
             bfq_max_budget: BFQ_DEFAULT_MAX_BUDGET,
             bfq_user_max_budget: 0,
             peak_rate: REF_RATE[usize::from(!p.rotational)] * 2 / 3,
+            rate: peak_rate::RateSampling::default(),
             in_service_queue: None,
             last_position: 0,
             in_serv_last_pos: 0,
@@ -557,7 +561,7 @@ impl Bfq {
     }
 
     /// `BFQ_RQ_SEEKY`.
-    fn rq_seeky(&self, last_pos: u64, sector: u64, sectors: u32) -> bool {
+    pub(super) fn rq_seeky(&self, last_pos: u64, sector: u64, sectors: u32) -> bool {
         let sdist = if last_pos != 0 {
             sector.abs_diff(last_pos)
         } else {
@@ -936,15 +940,6 @@ impl Bfq {
 
     // ------------------------------------------------------------- dispatch
 
-    /// `bfq_update_peak_rate`, the position bookkeeping only (rate estimation is not
-    /// modelled).
-    fn update_last_position(&mut self, ctx: &ElvCtx, rq: RqId, q: QueueId) {
-        self.last_position = ctx.rqs.get(rq).end().0;
-        if Some(q) == self.in_service_queue {
-            self.in_serv_last_pos = self.last_position;
-        }
-    }
-
     /// `bfq_dispatch_rq_from_bfqq`.
     pub fn dispatch_rq_from_bfqq(&mut self, ctx: &mut ElvCtx, q: QueueId) -> RqId {
         let rq = self.queues[q]
@@ -958,7 +953,7 @@ impl Bfq {
         }
         // bfq_dispatch_remove
         self.queues[q].dispatched += 1;
-        self.update_last_position(ctx, rq, q);
+        self.update_peak_rate(ctx, rq, q);
         self.remove_request(ctx, rq);
         if self.in_service_queue != Some(q) {
             return rq;
@@ -1145,6 +1140,7 @@ impl Bfq {
             self.wf.weights_tree_remove(q);
         }
         self.queues[q].ttime.last_end_request = self.now;
+        self.peak_rate_on_completion();
         self.last_completion = self.now;
         self.last_completed_rq_bfqq = Some(q);
         if self.queues[q].softrt_update
