@@ -127,7 +127,7 @@ impl Bfq {
                 self.rate.sequential += 1;
             }
             self.rate.tot_sectors += sectors as u64;
-            self.rate.last_rq_max_size = if self.rate.samples % 32 != 0 {
+            self.rate.last_rq_max_size = if !self.rate.samples.is_multiple_of(32) {
                 self.rate.last_rq_max_size.max(sectors)
             } else {
                 sectors
