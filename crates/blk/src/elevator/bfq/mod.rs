@@ -32,7 +32,8 @@
 //! Values are parsed as `kstrtoul(.., 10, ..)` (decimal, unsigned). Two
 //! pseudo-attributes are not kernel files: `variant` picks the seed-4 rule for
 //! `num_groups_with_pending_reqs` (`mainline`, `legacy`, `seed-v1-p1`, `seed-v1`;
-//! see [`cgroup`]), and `injection` (1, or 0 to never inject while plugged).
+//! see [`cgroup`]), `injection` (1, or 0 to never inject while plugged) and
+//! `queue_merging` (1, or 0 to turn off EQM and stable merging, [`coop`]).
 //!
 //! # Mapping to the kernel
 //!
@@ -65,6 +66,7 @@
 
 pub mod budget;
 pub mod cgroup;
+pub mod coop;
 pub mod force;
 pub mod idle;
 pub mod inject;
@@ -162,6 +164,8 @@ pub struct Bfq {
     rq_seq: u64,
     /// `bfqd->dispatch`.
     dispatch: VecDeque<RqId>,
+    /// `bfqd->bio_bfqq`: the queue of the bio being merged.
+    bio_bfqq: Option<QueueId>,
     /// `busy_queues[class]`.
     pub busy_queues: [u32; 3],
     /// `wr_busy_queues`.
@@ -228,6 +232,9 @@ pub struct Bfq {
     /// The iosched-only switch `injection` (not a kernel attribute): 0 makes the
     /// plugged branch of `bfq_select_queue` never inject.
     injection: bool,
+    /// The iosched-only switch `queue_merging` (not a kernel attribute): 0 turns
+    /// off EQM and stable merging.
+    queue_merging: bool,
 }
 
 impl Bfq {
@@ -248,6 +255,7 @@ impl Bfq {
             rqd: Vec::new(),
             rq_seq: 0,
             dispatch: VecDeque::new(),
+            bio_bfqq: None,
             busy_queues: [0; 3],
             wr_busy_queues: 0,
             queued: 0,
@@ -294,6 +302,7 @@ impl Bfq {
             record_expirations: true,
             injected: 0,
             injection: true,
+            queue_merging: true,
         }
     }
 
@@ -424,7 +433,8 @@ impl Bfq {
         let bic = self.bics.get(&pid).cloned().unwrap_or_default();
         if is_sync {
             if let Some(q) = bic.sync_q {
-                return q;
+                // bfq_get_bfqq_handle_split
+                return self.split_if_needed(q, pid, |b| b.new_queue(g, pid, class, level, true));
             }
         } else {
             if let Some(q) = bic.async_q {
@@ -439,6 +449,30 @@ impl Bfq {
                 return q;
             }
         }
+        let id = self.new_queue(g, pid, class, level, is_sync);
+        let bic = self.bics.get_mut(&pid).unwrap();
+        if is_sync {
+            bic.sync_q = Some(id);
+            self.do_or_sched_stable_merge(id, pid)
+        } else {
+            bic.async_q = Some(id);
+            match class {
+                CLASS_IDLE => self.bfqg[g].async_idle_bfqq = Some(id),
+                c => self.bfqg[g].async_bfqq[c][level as usize] = Some(id),
+            }
+            id
+        }
+    }
+
+    /// `bfq_init_bfqq` + `bfq_init_entity`: a new queue in group `g`.
+    fn new_queue(
+        &mut self,
+        g: GroupId,
+        pid: u32,
+        class: usize,
+        level: u8,
+        is_sync: bool,
+    ) -> QueueId {
         let id = self.queues.len();
         let maxb = 2 * self.max_budget() / 3;
         let smallest = self.smallest_from_now();
@@ -452,16 +486,6 @@ impl Bfq {
         self.wf
             .ents
             .push(Entity::new(ioprio_to_weight(level), class).in_group(g));
-        let bic = self.bics.get_mut(&pid).unwrap();
-        if is_sync {
-            bic.sync_q = Some(id);
-        } else {
-            bic.async_q = Some(id);
-            match class {
-                CLASS_IDLE => self.bfqg[g].async_idle_bfqq = Some(id),
-                c => self.bfqg[g].async_bfqq[c][level as usize] = Some(id),
-            }
-        }
         id
     }
 
@@ -471,11 +495,15 @@ impl Bfq {
     pub fn insert_one(&mut self, ctx: &mut ElvCtx, rq: RqId, at_head: bool) {
         let r = ctx.rqs.get(rq);
         let (pid, cg, prio, sync) = (r.pid, r.cgroup, r.ioprio, r.is_sync());
-        let q = self.get_queue(ctx, pid, cg, prio, sync);
+        let mut q = self.get_queue(ctx, pid, cg, prio, sync);
         self.bics
             .get_mut(&pid)
             .expect("bic created by get_queue")
             .requests += 1;
+        // bfq_init_rq: a queue used by this process alone is its own.
+        if sync && self.queues[q].new_bfqq.is_none() && self.queues[q].process_refs == 1 {
+            self.queues[q].bic = Some(pid);
+        }
         self.rq_seq += 1;
         let seq = self.rq_seq;
         // bfq_init_rq: burst detection for just-created queues.
@@ -502,7 +530,21 @@ impl Bfq {
             self.dispatch.push_front(rq);
             return;
         }
-        // __bfq_insert_request
+        // __bfq_insert_request: EQM may send the request (and the process) to a
+        // cooperating queue. (If the process had already left `q`, v6.13 goes on
+        // updating `q`'s statistics and FIFO with the request; here the request
+        // simply goes to the cooperator.)
+        if let Some(new) = self.setup_cooperator(q, sector, pid) {
+            if self.bics.get(&pid).and_then(|b| b.sync_q) == Some(q) {
+                let mut x = q;
+                while x != new {
+                    x = self.merge_bfqqs(pid, x);
+                }
+            }
+            self.queues[q].just_created = false;
+            q = new;
+            self.rqd_mut(rq).bfqq = Some(new);
+        }
         self.update_io_thinktime(q);
         self.update_has_short_ttime(q);
         self.update_io_seektime(ctx, q, rq);
@@ -546,6 +588,12 @@ impl Bfq {
         if !bq.sync || class == CLASS_IDLE || self.slice_idle == 0 {
             return;
         }
+        // Think-time statistics just restored by a split are not trusted yet.
+        let restored_until = bq.split_time.wrapping_add(self.wr_min_idle_time());
+        if (restored_until.wrapping_sub(self.jiffies) as i64) >= 0 {
+            return;
+        }
+        let bq = &mut self.queues[q];
         // bfq_sample_valid: samples > 80
         let short = !(bq.ttime.samples > 80 && bq.ttime.mean > self.slice_idle >> 1);
         let state_changed = short != bq.has_short_ttime;
@@ -685,8 +733,12 @@ impl Bfq {
         let prev = self.queues[q].next_rq;
         let next = self.choose_req(ctx, prev, Some(rq), self.last_position);
         self.queues[q].next_rq = next;
+        if prev != next {
+            self.pos_tree_update(q);
+        }
         if !self.queues[q].busy {
-            interactive = self.handle_idle_busy_switch(ctx, q, old_wr_coeff);
+            let may_raise = self.non_merged_or_stably_merged(q, pid);
+            interactive = self.handle_idle_busy_switch(ctx, q, old_wr_coeff, may_raise);
         } else {
             // Async raising.
             let min_inter_arr = self.msecs_to_jiffies(500);
@@ -790,11 +842,14 @@ impl Bfq {
     }
 
     /// `bfq_bfqq_handle_idle_busy_switch`. Returns `interactive`.
+    /// `may_raise`: the queue is not shared, or the request's process was stably
+    /// merged into it (merged queues are kept out of weight raising otherwise).
     pub fn handle_idle_busy_switch(
         &mut self,
         ctx: &mut ElvCtx,
         q: QueueId,
         old_wr_coeff: u32,
+        may_raise: bool,
     ) -> bool {
         let idle_for_long_time = self.idle_for_long_time(q);
         let arrived_in_time =
@@ -816,6 +871,7 @@ impl Bfq {
             soft_rt,
             in_burst,
             interactive,
+            may_raise,
         );
         self.add_bfqq_busy(q);
         if let Some(s) = self.in_service_queue {
@@ -935,6 +991,9 @@ impl Bfq {
                 e.budget = 0;
                 e.service = 0;
             }
+            self.pos_tree_remove(q);
+        } else {
+            self.pos_tree_update(q);
         }
     }
 
@@ -1142,7 +1201,8 @@ impl Bfq {
         self.queues[q].ttime.last_end_request = self.now;
         self.peak_rate_on_completion();
         self.last_completion = self.now;
-        self.last_completed_rq_bfqq = Some(q);
+        // Shared queues are not taken as wakers.
+        self.last_completed_rq_bfqq = (!self.queues[q].coop).then_some(q);
         if self.queues[q].softrt_update
             && self.queues[q].dispatched == 0
             && self.queues[q].sort.is_empty()
@@ -1442,6 +1502,7 @@ impl Elevator for Bfq {
             "timeout_sync" => self.jiffies_to_msecs(self.timeout).to_string(),
             "variant" => self.variant.name().to_string(),
             "injection" => u8::from(self.injection).to_string(),
+            "queue_merging" => u8::from(self.queue_merging).to_string(),
             _ => return Err(unknown_tunable("bfq", name, &self.tunables())),
         })
     }
@@ -1465,18 +1526,18 @@ impl Elevator for Bfq {
                 )),
             };
         }
-        if name == "injection" {
-            return match value.strip_suffix('\n').unwrap_or(value) {
-                "0" => {
-                    self.injection = false;
-                    Ok(())
-                }
-                "1" => {
-                    self.injection = true;
-                    Ok(())
-                }
-                _ => Err(invalid("expected 0 or 1")),
+        if name == "injection" || name == "queue_merging" {
+            let on = match value.strip_suffix('\n').unwrap_or(value) {
+                "0" => false,
+                "1" => true,
+                _ => return Err(invalid("expected 0 or 1")),
             };
+            if name == "injection" {
+                self.injection = on;
+            } else {
+                self.queue_merging = on;
+            }
+            return Ok(());
         }
         if !self.tunables().iter().any(|t| t.name == name) {
             return Err(unknown_tunable("bfq", name, &self.tunables()));

@@ -249,6 +249,7 @@ impl Bfq {
         soft_rt: bool,
         in_burst: bool,
         interactive: bool,
+        may_raise: bool,
     ) {
         let bq = &self.queues[q];
         if !bq.just_created
@@ -270,7 +271,7 @@ impl Bfq {
             }
             if self.before_jiffies(self.queues[q].split_time.wrapping_add(min_idle)) {
                 let wr_or_deserves_wr = self.wf.ents[q].wr_coeff > 1
-                    || (self.queues[q].sync && (interactive || soft_rt));
+                    || (self.queues[q].sync && may_raise && (interactive || soft_rt));
                 self.update_wr_on_rq_arrival(
                     q,
                     old_wr_coeff,
