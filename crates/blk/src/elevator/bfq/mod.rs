@@ -867,11 +867,13 @@ impl Bfq {
         self.wr_on_idle_busy_switch(
             q,
             old_wr_coeff,
-            idle_for_long_time,
-            soft_rt,
-            in_burst,
-            interactive,
-            may_raise,
+            wr::Arrival {
+                idle_for_long_time,
+                soft_rt,
+                in_burst,
+                interactive,
+                may_raise,
+            },
         );
         self.add_bfqq_busy(q);
         if let Some(s) = self.in_service_queue {
