@@ -212,7 +212,7 @@ impl BfqQueue {
             // kzalloc'ed in the kernel.
             inject_limit: 0,
             last_serv_time_ns: 0,
-            decrease_time_jif: 0,
+            decrease_time_jif: jiffies,
             waker_bfqq: None,
             tentative_waker_bfqq: None,
             num_waker_detections: 0,
