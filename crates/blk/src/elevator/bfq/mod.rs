@@ -48,6 +48,8 @@
 //! | `bfq_better_to_idle`, `idling_needed_for_service_guarantees`, `bfq_asymmetric_scenario`, `bfq_arm_slice_timer`, `bfq_idle_slice_timer` | [`idle`] |
 //! | injection: `bfq_check_waker`, `bfq_choose_bfqq_for_injection`, `bfq_reset_inject_limit`, `bfq_update_inject_limit` | [`inject`] |
 //! | `bfq_bio_merge`, `bfq_allow_bio_merge`, `bfq_request_merge(d)`, `bfq_requests_merged` | [`merge`] |
+//! | queue merging: `bfq_setup_cooperator`, `bfq_setup_merge`, `bfq_merge_bfqqs`, `bfq_do_or_sched_stable_merge`, `bfq_split_bfqq`, `bfq_pos_tree_add_move` | [`coop`] |
+//! | `bfq_update_peak_rate`, `bfq_update_rate_reset`, `bfq_reset_rate_computation` | [`peak_rate`] |
 //! | weight raising, `bfq_handle_burst` | [`wr`] |
 //! | B-WF2Q+, the group hierarchy (`bfq_activate_requeue_entity`, `bfq_deactivate_entity`, `bfq_update_parent_budget`, `bfq_get_next_queue`, ...) | [`wf2q`] |
 //! | `bfq_bio_bfqg`, `bfq_bic_update_cgroup`, `bfq_bfqq_move`, `bfq_add/del_bfqq_in_groups_with_pending_reqs`, `bfq_bfqq_higher_class_or_weight`, the seed's `bfq_update_dispatch_size_info` | [`cgroup`] |
@@ -55,10 +57,8 @@
 //! # Not modelled yet (extension points)
 //!
 //! - per-device group weight overrides, group statistics, offlining groups;
-//! - queue merging (EQM `bfq_setup_cooperator`, stable merge, splitting);
-//! - peak-rate estimation: `bfq_max_budget` stays at its initial 16384 sectors unless
-//!   `max_budget`/`timeout_sync` is written (then the formula of the initial estimate
-//!   is used), and [`Bfq::wr_duration`] keeps its initial-estimate value;
+//! - the shape of the position tree's red-black tree (see [`coop`]), freeing queues
+//!   and process exit (`bfq_exit_icq`);
 //! - `limit_depth` (async/sync-write shallow depths).
 //!
 //! `force_dispatch` ([`force`]) lets `kernel-trace compare` follow the kernel's
