@@ -1275,6 +1275,30 @@ impl Bfq {
                 return Err(format!("queue {i}: next_rq inconsistent"));
             }
         }
+        if let Some((i, q)) = self
+            .queues
+            .iter()
+            .enumerate()
+            .find(|(_, q)| q.process_refs < 0)
+        {
+            return Err(format!("queue {i}: process_refs {}", q.process_refs));
+        }
+        for (pid, b) in &self.bics {
+            if let Some(q) = b.sync_q {
+                if self.queues[q].process_refs < 1 {
+                    return Err(format!(
+                        "pid {pid} uses queue {q} without a process reference"
+                    ));
+                }
+                if self.queues[q].new_bfqq.is_none()
+                    && self.queues[q].bic.is_some_and(|o| o != *pid)
+                {
+                    return Err(format!(
+                        "pid {pid} uses queue {q}, owned by another process"
+                    ));
+                }
+            }
+        }
         let wr_busy = self
             .queues
             .iter()
