@@ -116,14 +116,15 @@ fn four_readers_started_together_stable_merge() {
 }
 
 /// The same in one cgroup (`/sm`). Early requests are close enough for EQM to
-/// merge some queues first. The unexplained decisions are those where the kernel
+/// merge some queues first; which queue is found depends on the shape of the
+/// position rb-tree (with the nearer neighbour taken instead: 464 exact). The unexplained decisions are those where the kernel
 /// serves a queue that has just become busy while ours keeps idling for the
 /// in-service, weight-raised queue of the same group; they are the same with
 /// queue merging off (461 exact, 474 explained), so not a merging rule.
 #[test]
 fn four_readers_in_one_cgroup_started_together() {
     let (_, r) = run("bfq-stable4cg.txt");
-    assert_eq!(figures(&r), (480, 464, 473));
+    assert_eq!(figures(&r), (480, 471, 473));
     let (_, r) = run_with("bfq-stable4cg.txt", &[("queue_merging", "0")]);
     assert_eq!(figures(&r), (480, 461, 474));
 }

@@ -126,8 +126,8 @@ pub struct BfqGroup {
     /// `async_idle_bfqq`.
     pub async_idle_bfqq: Option<QueueId>,
     /// `rq_pos_tree`: queues by the start sector of their `next_rq` (EQM), at
-    /// most one queue per sector.
-    pub rq_pos_tree: std::collections::BTreeMap<u64, QueueId>,
+    /// most one queue per sector; the nodes are [`super::Bfq`]'s `pos_nodes`.
+    pub rq_pos_tree: super::rbtree::RbRoot,
     /// `last_bfqq_created` (stable merge; the root group's is `bfqd`'s).
     pub last_bfqq_created: Option<QueueId>,
 }

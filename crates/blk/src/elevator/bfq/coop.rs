@@ -1,23 +1,24 @@
 //! Queue merging: processes doing interleaved I/O close to each other share one
 //! queue, so that their requests are served as one sequential stream.
 //!
-//! - **Early queue merge (EQM)** ([`Bfq::setup_cooperator`]), on rotational or
+//! - **Early queue merge (EQM)** (`Bfq::setup_cooperator`), on rotational or
 //!   non-queueing devices only: when a sync request (at insertion) or bio (at a
 //!   bio-merge attempt) lands within `BFQQ_CLOSE_THR` sectors of the in-service
 //!   queue's last dispatched position, or of another queue's head request (found
-//!   through the per-group position tree, `bfq_find_close_cooperator`), and both
+//!   through the per-group position tree, `bfq_find_close_cooperator`, a red-black
+//!   tree shaped as the kernel's, [`super::rbtree`]), and both
 //!   queues are sync, not seeky, of the same class and recently started
 //!   (`bfq_may_be_close_cooperator`, `bfq_too_late_for_merging`), the merge is set
 //!   up (`bfq_setup_merge`: `new_bfqq`) and done at once (`bfq_merge_bfqqs`): the
 //!   process's requests go to the other queue from now on, which becomes shared
 //!   (`coop`). Requests already queued stay where they are.
-//! - **Stable merge** ([`Bfq::do_or_sched_stable_merge`]): a sync queue created
+//! - **Stable merge** (`Bfq::do_or_sched_stable_merge`): a sync queue created
 //!   within `bfq_burst_interval` of the previous one created in the same group,
 //!   with the same class and level, is merged with it at once on non-rotational
 //!   queueing devices; elsewhere the merge is scheduled and done at the process's
 //!   first request at least 600 ms after creation (`bfq_setup_stable_merge`),
 //!   unless idling already boosts that queue's throughput.
-//! - **Splitting** ([`Bfq::split_if_needed`]): a shared queue found seeky at an
+//! - **Splitting** (`Bfq::split_if_needed`): a shared queue found seeky at an
 //!   expiration (`split_coop`) is split at the next request of each of its
 //!   processes (`bfq_split_bfqq`, `__bfq_get_bfqq_handle_split`); the process gets
 //!   a fresh queue with the state saved at the merge (`bfq_bfqq_save_state`,
@@ -51,10 +52,8 @@ impl Bfq {
 
     /// Take `q` out of its position tree, if it is in one.
     pub(super) fn pos_tree_remove(&mut self, q: QueueId) {
-        if let Some((g, key)) = self.queues[q].pos.take() {
-            if self.bfqg[g].rq_pos_tree.get(&key) == Some(&q) {
-                self.bfqg[g].rq_pos_tree.remove(&key);
-            }
+        if let Some((g, _)) = self.queues[q].pos.take() {
+            self.bfqg[g].rq_pos_tree.erase(&mut self.pos_nodes, q);
         }
     }
 
@@ -71,8 +70,7 @@ impl Bfq {
         };
         let key = self.rqd(next).sector;
         let g = self.wf.group_of(q);
-        if let std::collections::btree_map::Entry::Vacant(v) = self.bfqg[g].rq_pos_tree.entry(key) {
-            v.insert(q);
+        if self.bfqg[g].rq_pos_tree.insert(&mut self.pos_nodes, q, key) {
             self.queues[q].pos = Some((g, key));
         }
     }
@@ -91,32 +89,25 @@ impl Bfq {
     }
 
     /// `bfqq_find_close` / `bfq_find_close_cooperator`: a queue of `q`'s group whose
-    /// head request starts exactly at `sector`, else the nearest one on either side
-    /// if within `BFQQ_CLOSE_THR`; `None` if that is `q` itself.
-    ///
-    /// The kernel looks first at the rb-tree parent of the empty leaf where `sector`
-    /// would go, then at the neighbour on the other side; which neighbour is the
-    /// parent depends on the tree's shape. When both neighbours are close, we take
-    /// the nearer one (the predecessor on a tie).
+    /// head request starts exactly at `sector`; else the node where the search for
+    /// `sector` ended (the parent of the empty leaf it would take) if within
+    /// `BFQQ_CLOSE_THR`, else that node's in-order neighbour on `sector`'s side if
+    /// close; `None` if the queue found is `q` itself.
     fn find_close_cooperator(&self, q: QueueId, sector: u64) -> Option<QueueId> {
         let tree = &self.bfqg[self.wf.group_of(q)].rq_pos_tree;
-        let found = if let Some(&x) = tree.get(&sector) {
-            Some(x)
-        } else {
-            let close = |k: u64| k.abs_diff(sector) <= BFQQ_CLOSE_THR;
-            let pred = tree.range(..sector).next_back().filter(|(&k, _)| close(k));
-            let succ = tree.range(sector..).next().filter(|(&k, _)| close(k));
-            match (pred, succ) {
-                (Some((&kp, &p)), Some((&ks, &s))) => {
-                    if sector - kp <= ks - sector {
-                        Some(p)
-                    } else {
-                        Some(s)
-                    }
-                }
-                (Some((_, &p)), None) => Some(p),
-                (None, Some((_, &s))) => Some(s),
-                (None, None) => None,
+        let n = &self.pos_nodes[..];
+        let close = |x: usize| n[x].key.abs_diff(sector) <= BFQQ_CLOSE_THR;
+        let found = match tree.lookup(n, sector) {
+            Ok(x) => Some(x),
+            Err(None) => None,
+            Err(Some(p)) if close(p) => Some(p),
+            Err(Some(p)) => {
+                let other = if n[p].key < sector {
+                    super::rbtree::RbRoot::next(n, p)
+                } else {
+                    super::rbtree::RbRoot::prev(n, p)
+                };
+                other.filter(|&x| close(x))
             }
         };
         found.filter(|&x| x != q)

@@ -50,6 +50,7 @@
 //! | `bfq_bio_merge`, `bfq_allow_bio_merge`, `bfq_request_merge(d)`, `bfq_requests_merged` | [`merge`] |
 //! | queue merging: `bfq_setup_cooperator`, `bfq_setup_merge`, `bfq_merge_bfqqs`, `bfq_do_or_sched_stable_merge`, `bfq_split_bfqq`, `bfq_pos_tree_add_move` | [`coop`] |
 //! | `bfq_update_peak_rate`, `bfq_update_rate_reset`, `bfq_reset_rate_computation` | [`peak_rate`] |
+//! | `lib/rbtree.c` for `rq_pos_tree` (`rb_insert_color`, `rb_erase`, `rb_next`, `rb_prev`) | [`rbtree`] |
 //! | weight raising, `bfq_handle_burst` | [`wr`] |
 //! | B-WF2Q+, the group hierarchy (`bfq_activate_requeue_entity`, `bfq_deactivate_entity`, `bfq_update_parent_budget`, `bfq_get_next_queue`, ...) | [`wf2q`] |
 //! | `bfq_bio_bfqg`, `bfq_bic_update_cgroup`, `bfq_bfqq_move`, `bfq_add/del_bfqq_in_groups_with_pending_reqs`, `bfq_bfqq_higher_class_or_weight`, the seed's `bfq_update_dispatch_size_info` | [`cgroup`] |
@@ -57,8 +58,7 @@
 //! # Not modelled yet (extension points)
 //!
 //! - per-device group weight overrides, group statistics, offlining groups;
-//! - the shape of the position tree's red-black tree (see [`coop`]), freeing queues
-//!   and process exit (`bfq_exit_icq`);
+//! - freeing queues and process exit (`bfq_exit_icq`);
 //! - `limit_depth` (async/sync-write shallow depths).
 //!
 //! `force_dispatch` ([`force`]) lets `kernel-trace compare` follow the kernel's
@@ -73,6 +73,7 @@ pub mod inject;
 pub mod merge;
 pub mod peak_rate;
 pub mod queue;
+pub mod rbtree;
 pub mod wf2q;
 pub mod wr;
 
@@ -150,6 +151,8 @@ pub struct Bfq {
     pub wf: Wf2q,
     /// All queues ever created, by id (queues are never freed in this model).
     pub queues: Vec<BfqQueue>,
+    /// The queues' position-tree links (`pos_node`), by queue id.
+    pos_nodes: Vec<rbtree::RbNode>,
     bics: HashMap<u32, Bic>,
     /// BFQ's per-group data (cgroup, async queues), indexed like `wf.groups`.
     pub bfqg: Vec<BfqGroup>,
@@ -246,6 +249,7 @@ impl Bfq {
             rotational: p.rotational,
             wf: Wf2q::new(hz, 0),
             queues: Vec::new(),
+            pos_nodes: Vec::new(),
             bics: HashMap::new(),
             bfqg: vec![BfqGroup::default()],
             cgroups: CgroupTable::new(),
@@ -486,6 +490,7 @@ impl Bfq {
         self.wf
             .ents
             .push(Entity::new(ioprio_to_weight(level), class).in_group(g));
+        self.pos_nodes.push(rbtree::RbNode::default());
         id
     }
 
@@ -1282,6 +1287,27 @@ impl Bfq {
             .find(|(_, q)| q.process_refs < 0)
         {
             return Err(format!("queue {i}: process_refs {}", q.process_refs));
+        }
+        for (g, bg) in self.bfqg.iter().enumerate() {
+            bg.rq_pos_tree
+                .check(&self.pos_nodes)
+                .map_err(|e| format!("group {g} position tree: {e}"))?;
+            for q in bg.rq_pos_tree.in_order(&self.pos_nodes) {
+                if self.queues[q].pos != Some((g, self.pos_nodes[q].key)) {
+                    return Err(format!("queue {q} in group {g}'s position tree unawares"));
+                }
+            }
+        }
+        let filed = self.queues.iter().filter(|q| q.pos.is_some()).count();
+        let in_trees: usize = self
+            .bfqg
+            .iter()
+            .map(|bg| bg.rq_pos_tree.in_order(&self.pos_nodes).len())
+            .sum();
+        if filed != in_trees {
+            return Err(format!(
+                "{filed} queues filed, {in_trees} in position trees"
+            ));
         }
         for (pid, b) in &self.bics {
             if let Some(q) = b.sync_q {
