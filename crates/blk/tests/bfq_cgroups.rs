@@ -140,7 +140,10 @@ fn sibling_groups_share_by_group_weight_exact_order() {
 #[test]
 fn flat_queues_of_equal_weight_alternate_while_groups_split_by_weight() {
     // The same two processes in the root group: queue weights 40/40 alternate.
+    // (Started together they would be stably merged into one queue; this is about
+    // two queues.)
     let mut h = Harness::new();
+    h.b.set_tunable("queue_merging", "0").unwrap();
     let order = backlogged(&mut h, &[(1, CgroupId(0)), (2, CgroupId(0))], 1024, 84);
     let r = runs(&order);
     assert_eq!(r[..4], [(1, 10), (2, 10), (1, 16), (2, 16)], "{r:?}");
@@ -326,6 +329,8 @@ fn legacy_plugs_one_group_mainline_does_not() {
     for (variant, b_first) in [("legacy", false), ("mainline", true)] {
         let (mut h, ids) = with_cgroups(&[("/test", 100)]);
         h.b.set_tunable("variant", variant).unwrap();
+        // Two queues, not one stably merged queue.
+        h.b.set_tunable("queue_merging", "0").unwrap();
         let a = h.submit_in(Io::read(1, 0, 8), ids[0]);
         assert_eq!(h.dispatch(), Some(a));
         h.submit_in(Io::read(2, 50_000_000, 8), ids[0]);
@@ -369,6 +374,9 @@ fn a_queue_in_a_group_preempts_by_its_group_weight() {
 fn large_bursts_are_per_group() {
     for (alternate, large) in [(false, true), (true, false)] {
         let (mut h, ids) = with_cgroups(&[("/a", 100), ("/b", 100)]);
+        // Queues created 1 ms apart would be stably merged into the first one of
+        // their group, and a merged queue takes no part in bursts.
+        h.b.set_tunable("queue_merging", "0").unwrap();
         for pid in 1..=9u32 {
             let cg = if alternate && pid % 2 == 0 {
                 ids[1]

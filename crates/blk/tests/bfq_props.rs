@@ -226,9 +226,22 @@ fn run_from(steps: &[Step], rotational: bool, start: Ns) -> Result<(), TestCaseE
 }
 
 fn run_with(steps: &[Step], rotational: bool, start: Ns, wr: bool) -> Result<(), TestCaseError> {
+    run_opts(steps, rotational, start, wr, false)
+}
+
+fn run_opts(
+    steps: &[Step],
+    rotational: bool,
+    start: Ns,
+    wr: bool,
+    merging: bool,
+) -> Result<(), TestCaseError> {
     let mut r = Run::new(rotational);
     if wr {
         r.h.b.set_tunable("low_latency", "1").unwrap();
+    }
+    if merging {
+        r.h.b.set_tunable("queue_merging", "1").unwrap();
     }
     r.h.advance(start);
     for s in steps {
@@ -257,10 +270,18 @@ fn run_with(steps: &[Step], rotational: bool, start: Ns, wr: bool) -> Result<(),
     prop_assert!(r.h.b.wf.weights.is_empty(), "weights tree empties");
     prop_assert_eq!(r.h.b.num_groups_with_pending_reqs, 0);
     if std::env::var("BFQ_PROP_STATS").is_ok() {
+        let merged = r.h.b.queues.iter().filter(|q| q.process_refs == 0).count();
+        let splits =
+            r.h.b
+                .queues
+                .iter()
+                .filter(|q| q.split_time == q.creation_time)
+                .count();
         eprintln!(
-            "absorbed {} merges {:?}",
+            "absorbed {} merges {:?} queues {} merged away {merged} split off {splits}",
             r.absorbed.len(),
-            r.h.merge.merges
+            r.h.merge.merges,
+            r.h.b.queues.len()
         );
     }
     Ok(())
@@ -287,6 +308,18 @@ proptest! {
     #[test]
     fn dispatch_once_with_weight_raising(steps in prop::collection::vec(step(), 1..300), hdd in any::<bool>()) {
         run_with(&steps, hdd, Ns::from_ms(2000), true)?;
+    }
+
+    /// Queue merging on (EQM on the disk, stable merges on both): requests land
+    /// within a few thousand sectors of each other, so queues merge, and split
+    /// again when they turn seeky.
+    #[test]
+    fn dispatch_once_with_queue_merging(
+        steps in prop::collection::vec(step(), 1..300),
+        hdd in any::<bool>(),
+        wr in any::<bool>(),
+    ) {
+        run_opts(&steps, hdd, Ns::from_ms(2000), wr, true)?;
     }
 
     #[test]

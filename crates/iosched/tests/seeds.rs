@@ -383,3 +383,52 @@ fn seed4_different_cgroups_only_the_size_rule_scales() {
     assert!((mainline - legacy).abs() < 0.05 * legacy);
     assert!(v1 > 2.5 * legacy, "seed-v1 {v1} vs legacy {legacy}");
 }
+
+/// Seed 4's remark that a single fio invocation with `-numjobs` shows no
+/// difference with or without the patch: the jobs start together in one cgroup,
+/// so BFQ stably merges their queues into one (`bfq_do_or_sched_stable_merge`,
+/// immediately on a non-rotational queueing device), and one queue is never
+/// plugged against itself. With merging switched off (`bfq.queue_merging=0`) the
+/// variants differ as for separate fio instances.
+#[test]
+fn seed4_numjobs_in_one_cgroup_are_stably_merged() {
+    let f = shortened(
+        "4-bfq-idle-judgment.fio",
+        &[
+            ("runtime=10s", "runtime=2s"),
+            (
+                "[job0]\ncgroup=test\nstartdelay=0\nramp_time=7s\n",
+                "[job0]\ncgroup=test\nnumjobs=4\n",
+            ),
+            ("[job1]\ncgroup=test\nstartdelay=1s\nramp_time=6s\n", ""),
+            ("[job2]\ncgroup=test\nstartdelay=2s\nramp_time=5s\n", ""),
+            ("[job3]\ncgroup=test\nstartdelay=3s\nramp_time=4s\n", ""),
+        ],
+    );
+    let rows = compare(
+        &f,
+        &[
+            "--sched",
+            "bfq",
+            "--device",
+            "nvme-600p-128g",
+            "--set",
+            "bfq.injection=0",
+            "--vary",
+            "bfq.variant=legacy,mainline",
+            "--vary",
+            "bfq.queue_merging=1,0",
+        ],
+    );
+    let iops = |name: &str| rows.iter().find(|r| r.0 == name).unwrap().1;
+    let merged_legacy = iops("bfq.variant=legacy bfq.queue_merging=1");
+    let merged_mainline = iops("bfq.variant=mainline bfq.queue_merging=1");
+    let legacy = iops("bfq.variant=legacy bfq.queue_merging=0");
+    let mainline = iops("bfq.variant=mainline bfq.queue_merging=0");
+    eprintln!("merged: legacy {merged_legacy} mainline {merged_mainline}; apart: legacy {legacy} mainline {mainline}");
+    assert_eq!(merged_legacy, merged_mainline);
+    assert!(
+        legacy < 0.5 * mainline,
+        "apart: legacy {legacy} mainline {mainline}"
+    );
+}

@@ -7,11 +7,19 @@ use sim::kernel_trace::{self, CompareOptions, CompareReport, Converted};
 use std::path::PathBuf;
 
 fn run(name: &str) -> (Converted, CompareReport) {
+    run_with(name, &[])
+}
+
+/// [`run`] with extra tunables (applied after the recorded ones).
+fn run_with(name: &str, extra: &[(&str, &str)]) -> (Converted, CompareReport) {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/kernel")
         .join(name);
     let text = std::fs::read_to_string(&p).unwrap();
-    let (kt, _fit, conv) = kernel_trace::load(&text, "bfq", None);
+    let (kt, _fit, mut conv) = kernel_trace::load(&text, "bfq", None);
+    for (k, v) in extra {
+        conv.header.tunables.push((k.to_string(), v.to_string()));
+    }
     assert_eq!(kt.meta.hz, Some(250));
     assert_eq!(kt.meta.sched.as_deref(), Some("bfq"));
     // Loop devices are rotational, which BFQ's idling rules read.
@@ -83,4 +91,40 @@ fn two_io_priorities() {
 fn two_sequential_readers() {
     let (_, r) = run("bfq-seqread2.txt");
     assert_eq!(figures(&r), (1002, 991, 998));
+}
+
+/// Two sequential readers 1 MiB apart (libaio, iodepth 8): within 8192 sectors of
+/// each other, so EQM merges their queues (`bfq_setup_cooperator`) and one shared
+/// queue serves both in sector order, as the kernel did. With queue merging off
+/// the replay agrees far less: 964 exact, 977 explained.
+#[test]
+fn two_close_sequential_readers_are_merged_by_eqm() {
+    let (_, r) = run("bfq-eqm2.txt");
+    assert_eq!(figures(&r), (1024, 1016, 1024));
+    let (_, r) = run_with("bfq-eqm2.txt", &[("queue_merging", "0")]);
+    assert_eq!(figures(&r), (1024, 964, 977));
+}
+
+/// Four psync random readers started together, 100 IOPS each, 1.2 s: their queues
+/// are scheduled for a stable merge with the first one (rotational device) and
+/// merged at their first request 600 ms after creation. The device serves each
+/// read before the next one arrives, so decisions do not depend on the merge.
+#[test]
+fn four_readers_started_together_stable_merge() {
+    let (_, r) = run("bfq-stable4.txt");
+    assert_eq!(figures(&r), (480, 480, 480));
+}
+
+/// The same in one cgroup (`/sm`). Early requests are close enough for EQM to
+/// merge some queues first; which queue is found depends on the shape of the
+/// position rb-tree (with the nearer neighbour taken instead: 464 exact). The unexplained decisions are those where the kernel
+/// serves a queue that has just become busy while ours keeps idling for the
+/// in-service, weight-raised queue of the same group; they are the same with
+/// queue merging off (461 exact, 474 explained), so not a merging rule.
+#[test]
+fn four_readers_in_one_cgroup_started_together() {
+    let (_, r) = run("bfq-stable4cg.txt");
+    assert_eq!(figures(&r), (480, 471, 473));
+    let (_, r) = run_with("bfq-stable4cg.txt", &[("queue_merging", "0")]);
+    assert_eq!(figures(&r), (480, 461, 474));
 }

@@ -75,10 +75,13 @@ impl Harness {
         })
     }
 
-    /// Weight raising off (`low_latency=0`): the hand-worked core scenarios.
+    /// Weight raising off (`low_latency=0`) and queue merging off
+    /// (`queue_merging=0`: processes started together would otherwise share one
+    /// stably merged queue): the hand-worked core scenarios.
     pub fn with(p: QueueParams) -> Harness {
         let mut h = Harness::with_wr(p);
         h.b.set_tunable("low_latency", "0").unwrap();
+        h.b.set_tunable("queue_merging", "0").unwrap();
         h
     }
 

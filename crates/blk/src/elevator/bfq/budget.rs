@@ -105,6 +105,10 @@ impl Bfq {
     /// `idling_needed_for_service_guarantees` is used by `__bfq_bfqq_expire` for
     /// preempted queues; `__bfq_bfqq_expire` itself:
     fn __bfqq_expire(&mut self, q: QueueId, reason: Expiration) {
+        // A shared queue gone seeky is split at its processes' next requests.
+        if self.queues[q].coop && self.queues[q].seeky() {
+            self.queues[q].split_coop = true;
+        }
         if self.queues[q].sort.is_empty()
             && !(reason == Expiration::Preempted && self.idling_needed_for_service_guarantees(q))
         {
@@ -114,6 +118,9 @@ impl Bfq {
             self.del_bfqq_busy(q, true);
         } else {
             self.requeue_bfqq(q, true);
+            if !self.queues[q].sort.is_empty() {
+                self.pos_tree_update(q);
+            }
         }
         self.reset_in_service();
     }

@@ -125,6 +125,11 @@ pub struct BfqGroup {
     pub async_bfqq: [[Option<QueueId>; 8]; 2],
     /// `async_idle_bfqq`.
     pub async_idle_bfqq: Option<QueueId>,
+    /// `rq_pos_tree`: queues by the start sector of their `next_rq` (EQM), at
+    /// most one queue per sector; the nodes are [`super::Bfq`]'s `pos_nodes`.
+    pub rq_pos_tree: super::rbtree::RbRoot,
+    /// `last_bfqq_created` (stable merge; the root group's is `bfqd`'s).
+    pub last_bfqq_created: Option<QueueId>,
 }
 
 impl Bfq {
@@ -173,8 +178,9 @@ impl Bfq {
     /// `bfq_bic_update_cgroup` / `__bfq_bic_change_cgroup`: process `pid` issues
     /// I/O in cgroup `cg` (group `g`). If that is a new cgroup for it, its async
     /// queue is dropped if it belongs to another group (a new one is found or made
-    /// in `g`), and its sync queue, which only this process uses (queues are not
-    /// merged here), moves to `g`.
+    /// in `g`), and its sync queue moves to `g` if only this process uses it; a
+    /// process whose merged queue chain leads outside `g` leaves it
+    /// (`__bfq_bic_change_cgroup`).
     pub(super) fn bic_update_cgroup(&mut self, ctx: &ElvCtx, pid: u32, cg: CgroupId, g: GroupId) {
         let bic = self.bics.entry(pid).or_default();
         if bic.cgroup == cg {
@@ -185,8 +191,28 @@ impl Bfq {
         if async_q.is_some_and(|a| self.wf.group_of(a) != g) {
             self.bics.get_mut(&pid).expect("just made").async_q = None;
         }
-        if let Some(s) = sync_q {
+        let Some(s) = sync_q else {
+            return;
+        };
+        if self.queues[s].new_bfqq.is_none() && !self.queues[s].coop {
             self.bfqq_move(ctx, s, g);
+            return;
+        }
+        // A merged queue: if any queue of the merge chain is elsewhere, the process
+        // leaves the chain (and gets a new queue in `g` at its next request).
+        let mut x = Some(s);
+        while let Some(y) = x {
+            if self.wf.group_of(y) != g {
+                let mut n = self.queues[s].new_bfqq;
+                while let Some(c) = n {
+                    self.queues[c].process_refs -= 1;
+                    n = self.queues[c].new_bfqq;
+                }
+                self.bic_set_sync(pid, None);
+                self.release_process_ref(s);
+                return;
+            }
+            x = self.queues[y].new_bfqq;
         }
     }
 
@@ -216,6 +242,7 @@ impl Bfq {
             self.add_in_groups_with_pending_reqs(q);
         }
         if self.queues[q].busy {
+            self.pos_tree_update(q);
             self.activate_bfqq(q);
         }
     }

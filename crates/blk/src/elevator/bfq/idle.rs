@@ -45,6 +45,9 @@ impl Bfq {
     /// `idling_needed_for_service_guarantees` (v6.13, including the "only busy queue"
     /// clause).
     pub fn idling_needed_for_service_guarantees(&self, q: QueueId) -> bool {
+        if self.queues[q].process_refs == 0 {
+            return false;
+        }
         let tot_busy = self.tot_busy_queues();
         let e = &self.wf.ents[q];
         (e.wr_coeff > 1
@@ -56,6 +59,10 @@ impl Bfq {
 
     /// `bfq_better_to_idle`.
     pub fn better_to_idle(&self, q: QueueId) -> bool {
+        // No process will send it requests any more.
+        if self.queues[q].process_refs == 0 {
+            return false;
+        }
         if self.strict_guarantees {
             return true;
         }

@@ -163,15 +163,15 @@ impl Bfq {
         if !self.injection {
             return None;
         }
-        let owner_async = if self.queues[s].sync {
-            self.bics.get(&self.queues[s].pid).and_then(|b| b.async_q)
-        } else {
-            None
-        };
+        // bfqq->bic: a shared queue has no owner.
+        let owner = self.queues[s].bic;
+        let owner_async = owner
+            .and_then(|p| self.bics.get(&p))
+            .and_then(|b| b.async_q);
         if let Some(a) = owner_async {
             if self.queues[a].busy {
                 if let Some(n) = self.queues[a].next_rq {
-                    if ctx.rqs.get(n).pid == self.queues[s].pid
+                    if Some(ctx.rqs.get(n).pid) == owner
                         && self.serv_to_charge(ctx, n, a) <= self.budget_left(a)
                     {
                         return Some(a);

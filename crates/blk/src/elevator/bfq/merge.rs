@@ -4,7 +4,8 @@
 //!
 //! The generic steps come from [`crate::merge`]; what BFQ adds is that a bio only
 //! merges into a request of the queue the bio itself would go to (`bfqd->bio_bfqq`),
-//! and never a sync bio into an async request. Queue merging (EQM) is not modelled.
+//! and never a sync bio into an async request. That check is also where EQM merges
+//! the bio's queue into a cooperating one ([`super::coop`]).
 
 use super::queue::QueueId;
 use super::Bfq;
@@ -23,7 +24,7 @@ fn bio_is_sync(bio: &Bio) -> bool {
 
 impl Bfq {
     /// `bic_to_bfqq(bic, op_is_sync(bio))` for the submitting process.
-    fn bio_bfqq(&self, bio: &Bio) -> Option<QueueId> {
+    fn bio_queue(&self, bio: &Bio) -> Option<QueueId> {
         let bic = self.bics.get(&bio.pid)?;
         if bio_is_sync(bio) {
             bic.sync_q
@@ -32,8 +33,11 @@ impl Bfq {
         }
     }
 
-    /// `elv_bio_merge_ok` = `blk_rq_merge_ok` + `bfq_allow_bio_merge`.
-    fn bfq_bio_merge_ok(&self, ctx: &ElvCtx, rq: RqId, bio: &Bio, bio_q: Option<QueueId>) -> bool {
+    /// `elv_bio_merge_ok` = `blk_rq_merge_ok` + `bfq_allow_bio_merge`. The bio's
+    /// queue is `bfqd->bio_bfqq` ([`Bfq::bio_bfqq`]); EQM may merge it into a
+    /// cooperator here (`bfq_setup_cooperator`, `bfq_merge_bfqqs`), which then is
+    /// the bio's queue.
+    fn bfq_bio_merge_ok(&mut self, ctx: &ElvCtx, rq: RqId, bio: &Bio) -> bool {
         let r = ctx.rqs.get(rq);
         if !merge::bio_merge_ok(r, bio) {
             return false;
@@ -41,7 +45,16 @@ impl Bfq {
         if bio_is_sync(bio) && !r.is_sync() {
             return false;
         }
-        bio_q.is_some() && bio_q == self.queue_of(rq)
+        let Some(mut q) = self.bio_bfqq else {
+            return false;
+        };
+        if let Some(new) = self.setup_cooperator(q, bio.sector.0, bio.pid) {
+            while q != new {
+                q = self.merge_bfqqs(bio.pid, q);
+            }
+            self.bio_bfqq = Some(q);
+        }
+        Some(q) == self.queue_of(rq)
     }
 
     /// `elv_merge` with BFQ's `allow_merge`: the one-hit cache, the end-sector hash
@@ -50,9 +63,9 @@ impl Bfq {
         if ctx.merge.limits.nomerges == 2 || !merge::bio_mergeable(bio) {
             return None;
         }
-        let bio_q = self.bio_bfqq(bio);
+        self.bio_bfqq = self.bio_queue(bio);
         if let Some(lm) = ctx.merge.last_merge {
-            if self.bfq_bio_merge_ok(ctx, lm, bio, bio_q) {
+            if self.bfq_bio_merge_ok(ctx, lm, bio) {
                 let r = ctx.rqs.get(lm);
                 if merge::discard_mergeable(r, &ctx.merge.limits) {
                     return Some((lm, MergeKind::Discard));
@@ -66,11 +79,11 @@ impl Bfq {
             return None;
         }
         if let Some(rq) = ctx.merge.rqhash_find(ctx.rqs, bio.sector.0) {
-            if self.bfq_bio_merge_ok(ctx, rq, bio, bio_q) {
+            if self.bfq_bio_merge_ok(ctx, rq, bio) {
                 return Some((rq, MergeKind::Back));
             }
         }
-        self.request_merge(ctx, bio)
+        self.bfq_request_merge(ctx, bio)
     }
 
     /// `bfq_bio_merge` → `blk_mq_sched_try_merge` with BFQ's merge rule.
@@ -111,9 +124,12 @@ impl Bfq {
     }
 
     /// `bfq_request_merge`: a request of the bio's queue starting where the bio ends.
-    pub(super) fn bfq_request_merge(&self, ctx: &ElvCtx, bio: &Bio) -> Option<(RqId, MergeKind)> {
-        let bio_q = self.bio_bfqq(bio);
-        let q = bio_q?;
+    pub(super) fn bfq_request_merge(
+        &mut self,
+        ctx: &ElvCtx,
+        bio: &Bio,
+    ) -> Option<(RqId, MergeKind)> {
+        let q = self.bio_bfqq?;
         let end = bio.end().0;
         // elv_rb_find: a request whose start sector is `end`.
         let rq = self.queues[q]
@@ -122,7 +138,7 @@ impl Bfq {
             .next()
             .filter(|k| k.0 == end)
             .map(|k| k.2)?;
-        if !self.bfq_bio_merge_ok(ctx, rq, bio, bio_q) {
+        if !self.bfq_bio_merge_ok(ctx, rq, bio) {
             return None;
         }
         if merge::discard_mergeable(ctx.rqs.get(rq), &ctx.merge.limits) {
@@ -158,6 +174,7 @@ impl Bfq {
         self.queues[q].next_rq = next;
         if old != next {
             self.updated_next_req(ctx, q);
+            self.pos_tree_update(q);
         }
     }
 

@@ -32,7 +32,8 @@
 //! Values are parsed as `kstrtoul(.., 10, ..)` (decimal, unsigned). Two
 //! pseudo-attributes are not kernel files: `variant` picks the seed-4 rule for
 //! `num_groups_with_pending_reqs` (`mainline`, `legacy`, `seed-v1-p1`, `seed-v1`;
-//! see [`cgroup`]), and `injection` (1, or 0 to never inject while plugged).
+//! see [`cgroup`]), `injection` (1, or 0 to never inject while plugged) and
+//! `queue_merging` (1, or 0 to turn off EQM and stable merging, [`coop`]).
 //!
 //! # Mapping to the kernel
 //!
@@ -47,6 +48,9 @@
 //! | `bfq_better_to_idle`, `idling_needed_for_service_guarantees`, `bfq_asymmetric_scenario`, `bfq_arm_slice_timer`, `bfq_idle_slice_timer` | [`idle`] |
 //! | injection: `bfq_check_waker`, `bfq_choose_bfqq_for_injection`, `bfq_reset_inject_limit`, `bfq_update_inject_limit` | [`inject`] |
 //! | `bfq_bio_merge`, `bfq_allow_bio_merge`, `bfq_request_merge(d)`, `bfq_requests_merged` | [`merge`] |
+//! | queue merging: `bfq_setup_cooperator`, `bfq_setup_merge`, `bfq_merge_bfqqs`, `bfq_do_or_sched_stable_merge`, `bfq_split_bfqq`, `bfq_pos_tree_add_move` | [`coop`] |
+//! | `bfq_update_peak_rate`, `bfq_update_rate_reset`, `bfq_reset_rate_computation` | [`peak_rate`] |
+//! | `lib/rbtree.c` for `rq_pos_tree` (`rb_insert_color`, `rb_erase`, `rb_next`, `rb_prev`) | [`rbtree`] |
 //! | weight raising, `bfq_handle_burst` | [`wr`] |
 //! | B-WF2Q+, the group hierarchy (`bfq_activate_requeue_entity`, `bfq_deactivate_entity`, `bfq_update_parent_budget`, `bfq_get_next_queue`, ...) | [`wf2q`] |
 //! | `bfq_bio_bfqg`, `bfq_bic_update_cgroup`, `bfq_bfqq_move`, `bfq_add/del_bfqq_in_groups_with_pending_reqs`, `bfq_bfqq_higher_class_or_weight`, the seed's `bfq_update_dispatch_size_info` | [`cgroup`] |
@@ -54,10 +58,7 @@
 //! # Not modelled yet (extension points)
 //!
 //! - per-device group weight overrides, group statistics, offlining groups;
-//! - queue merging (EQM `bfq_setup_cooperator`, stable merge, splitting);
-//! - peak-rate estimation: `bfq_max_budget` stays at its initial 16384 sectors unless
-//!   `max_budget`/`timeout_sync` is written (then the formula of the initial estimate
-//!   is used), and [`Bfq::wr_duration`] keeps its initial-estimate value;
+//! - freeing queues and process exit (`bfq_exit_icq`);
 //! - `limit_depth` (async/sync-write shallow depths).
 //!
 //! `force_dispatch` ([`force`]) lets `kernel-trace compare` follow the kernel's
@@ -65,11 +66,14 @@
 
 pub mod budget;
 pub mod cgroup;
+pub mod coop;
 pub mod force;
 pub mod idle;
 pub mod inject;
 pub mod merge;
+pub mod peak_rate;
 pub mod queue;
+pub mod rbtree;
 pub mod wf2q;
 pub mod wr;
 
@@ -147,6 +151,8 @@ pub struct Bfq {
     pub wf: Wf2q,
     /// All queues ever created, by id (queues are never freed in this model).
     pub queues: Vec<BfqQueue>,
+    /// The queues' position-tree links (`pos_node`), by queue id.
+    pos_nodes: Vec<rbtree::RbNode>,
     bics: HashMap<u32, Bic>,
     /// BFQ's per-group data (cgroup, async queues), indexed like `wf.groups`.
     pub bfqg: Vec<BfqGroup>,
@@ -161,6 +167,8 @@ pub struct Bfq {
     rq_seq: u64,
     /// `bfqd->dispatch`.
     dispatch: VecDeque<RqId>,
+    /// `bfqd->bio_bfqq`: the queue of the bio being merged.
+    bio_bfqq: Option<QueueId>,
     /// `busy_queues[class]`.
     pub busy_queues: [u32; 3],
     /// `wr_busy_queues`.
@@ -183,6 +191,8 @@ pub struct Bfq {
     pub bfq_max_budget: i64,
     bfq_user_max_budget: i64,
     peak_rate: u32,
+    /// The peak-rate observation interval.
+    rate: peak_rate::RateSampling,
     /// `in_service_queue`.
     pub in_service_queue: Option<QueueId>,
     last_position: u64,
@@ -225,6 +235,9 @@ pub struct Bfq {
     /// The iosched-only switch `injection` (not a kernel attribute): 0 makes the
     /// plugged branch of `bfq_select_queue` never inject.
     injection: bool,
+    /// The iosched-only switch `queue_merging` (not a kernel attribute): 0 turns
+    /// off EQM and stable merging.
+    queue_merging: bool,
 }
 
 impl Bfq {
@@ -236,6 +249,7 @@ impl Bfq {
             rotational: p.rotational,
             wf: Wf2q::new(hz, 0),
             queues: Vec::new(),
+            pos_nodes: Vec::new(),
             bics: HashMap::new(),
             bfqg: vec![BfqGroup::default()],
             cgroups: CgroupTable::new(),
@@ -245,6 +259,7 @@ impl Bfq {
             rqd: Vec::new(),
             rq_seq: 0,
             dispatch: VecDeque::new(),
+            bio_bfqq: None,
             busy_queues: [0; 3],
             wr_busy_queues: 0,
             queued: 0,
@@ -258,6 +273,7 @@ impl Bfq {
             bfq_max_budget: BFQ_DEFAULT_MAX_BUDGET,
             bfq_user_max_budget: 0,
             peak_rate: REF_RATE[usize::from(!p.rotational)] * 2 / 3,
+            rate: peak_rate::RateSampling::default(),
             in_service_queue: None,
             last_position: 0,
             in_serv_last_pos: 0,
@@ -290,6 +306,7 @@ impl Bfq {
             record_expirations: true,
             injected: 0,
             injection: true,
+            queue_merging: true,
         }
     }
 
@@ -420,7 +437,8 @@ impl Bfq {
         let bic = self.bics.get(&pid).cloned().unwrap_or_default();
         if is_sync {
             if let Some(q) = bic.sync_q {
-                return q;
+                // bfq_get_bfqq_handle_split
+                return self.split_if_needed(q, pid, |b| b.new_queue(g, pid, class, level, true));
             }
         } else {
             if let Some(q) = bic.async_q {
@@ -435,6 +453,30 @@ impl Bfq {
                 return q;
             }
         }
+        let id = self.new_queue(g, pid, class, level, is_sync);
+        let bic = self.bics.get_mut(&pid).unwrap();
+        if is_sync {
+            bic.sync_q = Some(id);
+            self.do_or_sched_stable_merge(id, pid)
+        } else {
+            bic.async_q = Some(id);
+            match class {
+                CLASS_IDLE => self.bfqg[g].async_idle_bfqq = Some(id),
+                c => self.bfqg[g].async_bfqq[c][level as usize] = Some(id),
+            }
+            id
+        }
+    }
+
+    /// `bfq_init_bfqq` + `bfq_init_entity`: a new queue in group `g`.
+    fn new_queue(
+        &mut self,
+        g: GroupId,
+        pid: u32,
+        class: usize,
+        level: u8,
+        is_sync: bool,
+    ) -> QueueId {
         let id = self.queues.len();
         let maxb = 2 * self.max_budget() / 3;
         let smallest = self.smallest_from_now();
@@ -448,16 +490,7 @@ impl Bfq {
         self.wf
             .ents
             .push(Entity::new(ioprio_to_weight(level), class).in_group(g));
-        let bic = self.bics.get_mut(&pid).unwrap();
-        if is_sync {
-            bic.sync_q = Some(id);
-        } else {
-            bic.async_q = Some(id);
-            match class {
-                CLASS_IDLE => self.bfqg[g].async_idle_bfqq = Some(id),
-                c => self.bfqg[g].async_bfqq[c][level as usize] = Some(id),
-            }
-        }
+        self.pos_nodes.push(rbtree::RbNode::default());
         id
     }
 
@@ -467,11 +500,15 @@ impl Bfq {
     pub fn insert_one(&mut self, ctx: &mut ElvCtx, rq: RqId, at_head: bool) {
         let r = ctx.rqs.get(rq);
         let (pid, cg, prio, sync) = (r.pid, r.cgroup, r.ioprio, r.is_sync());
-        let q = self.get_queue(ctx, pid, cg, prio, sync);
+        let mut q = self.get_queue(ctx, pid, cg, prio, sync);
         self.bics
             .get_mut(&pid)
             .expect("bic created by get_queue")
             .requests += 1;
+        // bfq_init_rq: a queue used by this process alone is its own.
+        if sync && self.queues[q].new_bfqq.is_none() && self.queues[q].process_refs == 1 {
+            self.queues[q].bic = Some(pid);
+        }
         self.rq_seq += 1;
         let seq = self.rq_seq;
         // bfq_init_rq: burst detection for just-created queues.
@@ -498,7 +535,21 @@ impl Bfq {
             self.dispatch.push_front(rq);
             return;
         }
-        // __bfq_insert_request
+        // __bfq_insert_request: EQM may send the request (and the process) to a
+        // cooperating queue. (If the process had already left `q`, v6.13 goes on
+        // updating `q`'s statistics and FIFO with the request; here the request
+        // simply goes to the cooperator.)
+        if let Some(new) = self.setup_cooperator(q, sector, pid) {
+            if self.bics.get(&pid).and_then(|b| b.sync_q) == Some(q) {
+                let mut x = q;
+                while x != new {
+                    x = self.merge_bfqqs(pid, x);
+                }
+            }
+            self.queues[q].just_created = false;
+            q = new;
+            self.rqd_mut(rq).bfqq = Some(new);
+        }
         self.update_io_thinktime(q);
         self.update_has_short_ttime(q);
         self.update_io_seektime(ctx, q, rq);
@@ -542,6 +593,12 @@ impl Bfq {
         if !bq.sync || class == CLASS_IDLE || self.slice_idle == 0 {
             return;
         }
+        // Think-time statistics just restored by a split are not trusted yet.
+        let restored_until = bq.split_time.wrapping_add(self.wr_min_idle_time());
+        if (restored_until.wrapping_sub(self.jiffies) as i64) >= 0 {
+            return;
+        }
+        let bq = &mut self.queues[q];
         // bfq_sample_valid: samples > 80
         let short = !(bq.ttime.samples > 80 && bq.ttime.mean > self.slice_idle >> 1);
         let state_changed = short != bq.has_short_ttime;
@@ -557,7 +614,7 @@ impl Bfq {
     }
 
     /// `BFQ_RQ_SEEKY`.
-    fn rq_seeky(&self, last_pos: u64, sector: u64, sectors: u32) -> bool {
+    pub(super) fn rq_seeky(&self, last_pos: u64, sector: u64, sectors: u32) -> bool {
         let sdist = if last_pos != 0 {
             sector.abs_diff(last_pos)
         } else {
@@ -681,8 +738,12 @@ impl Bfq {
         let prev = self.queues[q].next_rq;
         let next = self.choose_req(ctx, prev, Some(rq), self.last_position);
         self.queues[q].next_rq = next;
+        if prev != next {
+            self.pos_tree_update(q);
+        }
         if !self.queues[q].busy {
-            interactive = self.handle_idle_busy_switch(ctx, q, old_wr_coeff);
+            let may_raise = self.non_merged_or_stably_merged(q, pid);
+            interactive = self.handle_idle_busy_switch(ctx, q, old_wr_coeff, may_raise);
         } else {
             // Async raising.
             let min_inter_arr = self.msecs_to_jiffies(500);
@@ -786,11 +847,14 @@ impl Bfq {
     }
 
     /// `bfq_bfqq_handle_idle_busy_switch`. Returns `interactive`.
+    /// `may_raise`: the queue is not shared, or the request's process was stably
+    /// merged into it (merged queues are kept out of weight raising otherwise).
     pub fn handle_idle_busy_switch(
         &mut self,
         ctx: &mut ElvCtx,
         q: QueueId,
         old_wr_coeff: u32,
+        may_raise: bool,
     ) -> bool {
         let idle_for_long_time = self.idle_for_long_time(q);
         let arrived_in_time =
@@ -808,10 +872,13 @@ impl Bfq {
         self.wr_on_idle_busy_switch(
             q,
             old_wr_coeff,
-            idle_for_long_time,
-            soft_rt,
-            in_burst,
-            interactive,
+            wr::Arrival {
+                idle_for_long_time,
+                soft_rt,
+                in_burst,
+                interactive,
+                may_raise,
+            },
         );
         self.add_bfqq_busy(q);
         if let Some(s) = self.in_service_queue {
@@ -931,19 +998,13 @@ impl Bfq {
                 e.budget = 0;
                 e.service = 0;
             }
+            self.pos_tree_remove(q);
+        } else {
+            self.pos_tree_update(q);
         }
     }
 
     // ------------------------------------------------------------- dispatch
-
-    /// `bfq_update_peak_rate`, the position bookkeeping only (rate estimation is not
-    /// modelled).
-    fn update_last_position(&mut self, ctx: &ElvCtx, rq: RqId, q: QueueId) {
-        self.last_position = ctx.rqs.get(rq).end().0;
-        if Some(q) == self.in_service_queue {
-            self.in_serv_last_pos = self.last_position;
-        }
-    }
 
     /// `bfq_dispatch_rq_from_bfqq`.
     pub fn dispatch_rq_from_bfqq(&mut self, ctx: &mut ElvCtx, q: QueueId) -> RqId {
@@ -958,7 +1019,7 @@ impl Bfq {
         }
         // bfq_dispatch_remove
         self.queues[q].dispatched += 1;
-        self.update_last_position(ctx, rq, q);
+        self.update_peak_rate(ctx, rq, q);
         self.remove_request(ctx, rq);
         if self.in_service_queue != Some(q) {
             return rq;
@@ -1156,8 +1217,10 @@ impl Bfq {
             self.wf.weights_tree_remove(q);
         }
         self.queues[q].ttime.last_end_request = self.now;
+        self.peak_rate_on_completion();
         self.last_completion = self.now;
-        self.last_completed_rq_bfqq = Some(q);
+        // Shared queues are not taken as wakers.
+        self.last_completed_rq_bfqq = (!self.queues[q].coop).then_some(q);
         if self.queues[q].softrt_update
             && self.queues[q].dispatched == 0
             && self.queues[q].sort.is_empty()
@@ -1226,6 +1289,51 @@ impl Bfq {
             }
             if q.next_rq.is_some() != (q.nr_queued() > 0) {
                 return Err(format!("queue {i}: next_rq inconsistent"));
+            }
+        }
+        if let Some((i, q)) = self
+            .queues
+            .iter()
+            .enumerate()
+            .find(|(_, q)| q.process_refs < 0)
+        {
+            return Err(format!("queue {i}: process_refs {}", q.process_refs));
+        }
+        for (g, bg) in self.bfqg.iter().enumerate() {
+            bg.rq_pos_tree
+                .check(&self.pos_nodes)
+                .map_err(|e| format!("group {g} position tree: {e}"))?;
+            for q in bg.rq_pos_tree.in_order(&self.pos_nodes) {
+                if self.queues[q].pos != Some((g, self.pos_nodes[q].key)) {
+                    return Err(format!("queue {q} in group {g}'s position tree unawares"));
+                }
+            }
+        }
+        let filed = self.queues.iter().filter(|q| q.pos.is_some()).count();
+        let in_trees: usize = self
+            .bfqg
+            .iter()
+            .map(|bg| bg.rq_pos_tree.in_order(&self.pos_nodes).len())
+            .sum();
+        if filed != in_trees {
+            return Err(format!(
+                "{filed} queues filed, {in_trees} in position trees"
+            ));
+        }
+        for (pid, b) in &self.bics {
+            if let Some(q) = b.sync_q {
+                if self.queues[q].process_refs < 1 {
+                    return Err(format!(
+                        "pid {pid} uses queue {q} without a process reference"
+                    ));
+                }
+                if self.queues[q].new_bfqq.is_none()
+                    && self.queues[q].bic.is_some_and(|o| o != *pid)
+                {
+                    return Err(format!(
+                        "pid {pid} uses queue {q}, owned by another process"
+                    ));
+                }
             }
         }
         let wr_busy = self
@@ -1457,6 +1565,7 @@ impl Elevator for Bfq {
             "timeout_sync" => self.jiffies_to_msecs(self.timeout).to_string(),
             "variant" => self.variant.name().to_string(),
             "injection" => u8::from(self.injection).to_string(),
+            "queue_merging" => u8::from(self.queue_merging).to_string(),
             _ => return Err(unknown_tunable("bfq", name, &self.tunables())),
         })
     }
@@ -1480,18 +1589,18 @@ impl Elevator for Bfq {
                 )),
             };
         }
-        if name == "injection" {
-            return match value.strip_suffix('\n').unwrap_or(value) {
-                "0" => {
-                    self.injection = false;
-                    Ok(())
-                }
-                "1" => {
-                    self.injection = true;
-                    Ok(())
-                }
-                _ => Err(invalid("expected 0 or 1")),
+        if name == "injection" || name == "queue_merging" {
+            let on = match value.strip_suffix('\n').unwrap_or(value) {
+                "0" => false,
+                "1" => true,
+                _ => return Err(invalid("expected 0 or 1")),
             };
+            if name == "injection" {
+                self.injection = on;
+            } else {
+                self.queue_merging = on;
+            }
+            return Ok(());
         }
         if !self.tunables().iter().any(|t| t.name == name) {
             return Err(unknown_tunable("bfq", name, &self.tunables()));

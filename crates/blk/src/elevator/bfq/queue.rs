@@ -153,6 +153,24 @@ pub struct BfqQueue {
     pub in_large_burst: bool,
     /// On `bfqd->burst_list`.
     pub in_burst_list: bool,
+    /// `creation_time` (jiffies).
+    pub creation_time: u64,
+    /// `bfqq->bic`: the process owning the queue alone, `None` once shared (or
+    /// before its first request).
+    pub bic: Option<u32>,
+    /// `bfqq_process_refs`: processes using the queue, or scheduled to (a merge
+    /// set up by `bfq_setup_merge` counts the merging processes in advance).
+    pub process_refs: i32,
+    /// `new_bfqq`: the queue this one is scheduled to be merged into.
+    pub new_bfqq: Option<QueueId>,
+    /// `BFQQF_coop`: shared by merged processes.
+    pub coop: bool,
+    /// `BFQQF_split_coop`: shared and found seeky at an expiration, to be split at
+    /// its next request.
+    pub split_coop: bool,
+    /// Position-tree entry (`pos_node`/`pos_root`): group and key (start sector of
+    /// `next_rq` when inserted).
+    pub pos: Option<(usize, u64)>,
 }
 
 impl BfqQueue {
@@ -194,7 +212,7 @@ impl BfqQueue {
             // kzalloc'ed in the kernel.
             inject_limit: 0,
             last_serv_time_ns: 0,
-            decrease_time_jif: 0,
+            decrease_time_jif: jiffies,
             waker_bfqq: None,
             tentative_waker_bfqq: None,
             num_waker_detections: 0,
@@ -213,6 +231,13 @@ impl BfqQueue {
             softrt_update: false,
             in_large_burst: false,
             in_burst_list: false,
+            creation_time: jiffies,
+            bic: None,
+            process_refs: 1,
+            new_bfqq: None,
+            coop: false,
+            split_coop: false,
+            pos: None,
         }
     }
 
@@ -240,6 +265,51 @@ pub struct Bic {
     pub requests: u32,
     /// The cgroup the queues above belong to (`bic->blkcg_serial_nr`).
     pub cgroup: crate::types::CgroupId,
+    /// `stable_merge_bfqq`: a delayed stable merge is scheduled with this queue.
+    pub stable_merge_bfqq: Option<QueueId>,
+    /// `stably_merged`.
+    pub stably_merged: bool,
+    /// What `bfq_bfqq_save_state` kept of the process's queue at a merge, for
+    /// `bfq_bfqq_resume_state` at a split.
+    pub saved: SavedState,
+}
+
+/// The per-process state saved at a queue merge (`saved_*` fields of
+/// `bfq_iocq_bfqq_data`).
+#[derive(Clone, Debug, Default)]
+pub struct SavedState {
+    /// `saved_last_serv_time_ns`.
+    pub last_serv_time_ns: u64,
+    /// `saved_inject_limit`.
+    pub inject_limit: u32,
+    /// `saved_decrease_time_jif`.
+    pub decrease_time_jif: u64,
+    /// `saved_weight` (the queue's `orig_weight`).
+    pub weight: u32,
+    /// `saved_ttime`.
+    pub ttime: Ttime,
+    /// `saved_has_short_ttime`.
+    pub has_short_ttime: bool,
+    /// `saved_IO_bound`.
+    pub io_bound: bool,
+    /// `saved_io_start_time`.
+    pub io_start_time: u64,
+    /// `saved_tot_idle_time`.
+    pub tot_idle_time: u64,
+    /// `saved_in_large_burst`.
+    pub in_large_burst: bool,
+    /// `was_in_burst_list`.
+    pub was_in_burst_list: bool,
+    /// `saved_wr_coeff`.
+    pub wr_coeff: u32,
+    /// `saved_wr_start_at_switch_to_srt`.
+    pub wr_start_at_switch_to_srt: u64,
+    /// `saved_service_from_wr`.
+    pub service_from_wr: i64,
+    /// `saved_last_wr_start_finish`.
+    pub last_wr_start_finish: u64,
+    /// `saved_wr_cur_max_time`.
+    pub wr_cur_max_time: u64,
 }
 
 /// Per-request scheduler data, indexed by [`RqId::index`].

@@ -21,6 +21,21 @@ pub const BFQ_LARGE_BURST_THRESH: u32 = 8;
 /// `MAX_JIFFY_OFFSET` for a 64-bit `long`: `(LONG_MAX >> 1) - 1`.
 pub const MAX_JIFFY_OFFSET: u64 = ((i64::MAX >> 1) - 1) as u64;
 
+/// What `bfq_bfqq_handle_idle_busy_switch` found out about a queue turning busy.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Arrival {
+    /// `bfq_bfqq_idle_for_long_time`.
+    pub idle_for_long_time: bool,
+    /// The arrival qualifies as soft real-time.
+    pub soft_rt: bool,
+    /// `BFQQF_in_large_burst`.
+    pub in_burst: bool,
+    /// The arrival qualifies as interactive.
+    pub interactive: bool,
+    /// The queue is not shared, or the request's process was stably merged into it.
+    pub may_raise: bool,
+}
+
 impl Bfq {
     /// `bfq_smallest_from_now`: the farthest past instant for the jiffies macros.
     pub(super) fn smallest_from_now(&self) -> u64 {
@@ -241,15 +256,14 @@ impl Bfq {
 
     /// The raising part of `bfq_bfqq_handle_idle_busy_switch`, before the queue is
     /// added to the busy ones.
-    pub(super) fn wr_on_idle_busy_switch(
-        &mut self,
-        q: QueueId,
-        old_wr_coeff: u32,
-        idle_for_long_time: bool,
-        soft_rt: bool,
-        in_burst: bool,
-        interactive: bool,
-    ) {
+    pub(super) fn wr_on_idle_busy_switch(&mut self, q: QueueId, old_wr_coeff: u32, a: Arrival) {
+        let Arrival {
+            idle_for_long_time,
+            soft_rt,
+            in_burst,
+            interactive,
+            may_raise,
+        } = a;
         let bq = &self.queues[q];
         if !bq.just_created
             && idle_for_long_time
@@ -270,7 +284,7 @@ impl Bfq {
             }
             if self.before_jiffies(self.queues[q].split_time.wrapping_add(min_idle)) {
                 let wr_or_deserves_wr = self.wf.ents[q].wr_coeff > 1
-                    || (self.queues[q].sync && (interactive || soft_rt));
+                    || (self.queues[q].sync && may_raise && (interactive || soft_rt));
                 self.update_wr_on_rq_arrival(
                     q,
                     old_wr_coeff,
