@@ -129,6 +129,8 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             fsync_blocks: 0,
             end_fsync: false,
             fua_writes: false,
+            buffered: false,
+            invalidate: false,
             submit_cost_ns: 0,
             thinktime: None,
             rate: None,

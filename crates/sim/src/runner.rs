@@ -165,6 +165,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     for (ns, name, value) in &opts.settings {
         if ns == "blk" {
             apply_blk_setting(&mut sim, &info, name, value)?;
+        } else if ns == "vm" {
+            apply_vm_setting(&mut sim, name, value)?;
         } else if *ns == scheduler {
             sim.tunables.push((name.clone(), value.clone()));
         } else {
@@ -174,6 +176,28 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         }
     }
 
+    // One page cache is shared by every job of the run; direct I/O to a range
+    // with cached pages writes them back and invalidates them first
+    // (`kiocb_invalidate_pages`), which is not modeled: no mixing.
+    if let (Some(d), Some(b)) = (
+        input.jobs.iter().find(|j| j.direct),
+        input.jobs.iter().find(|j| !j.direct),
+    ) {
+        return Err(job_err(
+            b,
+            format!(
+                "buffered I/O in a run that also has direct I/O (job '{}') is not modeled; \
+                 make every job direct=1 or every job buffered",
+                d.name
+            ),
+        ));
+    }
+    if let Some(j) = input.jobs.iter().find(|j| !j.direct && j.cgroup.is_some()) {
+        return Err(job_err(
+            j,
+            "cgroup= with buffered I/O (cgroup writeback attribution) is not modeled; use direct=1",
+        ));
+    }
     let mut disk_name = None::<String>;
     let mut clones = Vec::new();
     let mut jobs = Vec::new();
@@ -440,8 +464,10 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                         n
                     }
                 },
-                end_fsync: spec.end_fsync,
+                end_fsync: spec.end_fsync || spec.fsync_on_close,
                 fua_writes: spec.sync,
+                buffered: !spec.direct,
+                invalidate: spec.invalidate,
                 submit_cost_ns: opts
                     .submit_ns
                     .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
@@ -468,6 +494,29 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         expected_ns,
         expected_bytes,
     })
+}
+
+/// Page-cache settings `--set vm.NAME=VALUE` knows, for error messages.
+pub const VM_SETTINGS: &str = "page_copy_ns";
+
+/// Apply one `--set vm.NAME=VALUE`: the page cache's settings for buffered I/O.
+fn apply_vm_setting(sim: &mut SimConfig, name: &str, value: &str) -> Result<(), RunError> {
+    let err = |why: &str| RunError::Setting(format!("--set vm.{name}={value}: {why}"));
+    let uint = || -> Result<u64, RunError> {
+        value
+            .parse::<u64>()
+            .map_err(|_| err("expected a non-negative integer"))
+    };
+    match name {
+        // Not a sysctl: the CPU time of copying one page in a buffered write.
+        "page_copy_ns" => sim.page_copy_ns = uint()?,
+        other => {
+            return Err(RunError::Setting(format!(
+                "--set vm.{other}: unknown page-cache setting (known: {VM_SETTINGS})"
+            )))
+        }
+    }
+    Ok(())
 }
 
 /// Block-layer settings `--set blk.NAME=VALUE` knows, for error messages.
@@ -794,10 +843,18 @@ pub fn run(
             .header
             .push(format!("iosched: {} tunables: {tun_text}", plan.scheduler));
     }
-    if !input.ignored.is_empty() {
+    // `invalidate` acts on buffered jobs only.
+    let buffered = input.jobs.iter().any(|j| !j.direct);
+    let ignored: Vec<&str> = input
+        .ignored
+        .iter()
+        .map(String::as_str)
+        .filter(|o| !(buffered && *o == "invalidate"))
+        .collect();
+    if !ignored.is_empty() {
         report.header.push(format!(
             "iosched: ignored options (no effect on simulated I/O): {}",
-            input.ignored.join(", ")
+            ignored.join(", ")
         ));
     }
     for w in &input.warnings {
@@ -917,7 +974,7 @@ pub fn run(
         "requests": summary.requests,
         "flush_ios": summary.disk.flush_ios,
         "flush_ticks": summary.disk.flush_ticks_ns / 1_000_000,
-        "ignored_options": input.ignored,
+        "ignored_options": ignored,
         "scheduler_stats": summary.sched_stats.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
     }));
     Ok(report)

@@ -6,10 +6,12 @@
 
 use crate::engine::EventQueue;
 use crate::job::{split_owner, IoDone, Job, JobConfig};
+use crate::pagecache::{PageCache, SyncWalk, WalkStep, PAGE_SIZE};
 use blk::elevator::{self, Elevator, QueueParams, TunableError};
 use blk::mq::{DiskStats, Driver, FlushInsert, Queue, QueueConfig};
-use blk::{Bio, Ns, RqId};
+use blk::{Bio, Ns, Op, ReqFlags, RqId, Sector};
 use devices::Device;
+use std::collections::BTreeMap;
 
 /// What the simulation reports as it runs.
 pub trait IoObserver {
@@ -52,6 +54,28 @@ enum Ev {
     JobCpu(usize),
     /// The job's thinktime or rate stall, which lasted this long (ns), ends.
     StallEnd(usize, u64),
+    /// The job's buffered write in this I/O unit has copied its data into the
+    /// page cache: the system call returns.
+    CopyDone(usize, u32),
+}
+
+/// Owner tokens of writeback bios: this bit and the page index.
+const WB_OWNER: u64 = 1 << 63;
+
+/// What a job does once its write-and-wait of the page cache is over.
+#[derive(Debug)]
+enum AfterSync {
+    /// `blkdev_issue_flush`: submit this empty PREFLUSH bio (the fsync's end).
+    Flush(Bio),
+    /// fio's `invalidate` at the job's start (`BLKFLSBUF`): start the job.
+    Start,
+}
+
+/// A job inside `blkdev_fsync` (or `BLKFLSBUF`): its page-cache walk.
+#[derive(Debug)]
+struct PendingSync {
+    walk: SyncWalk,
+    then: AfterSync,
 }
 
 /// Knobs of one run that are not fio options.
@@ -78,6 +102,8 @@ pub struct SimConfig {
     pub nr_sched_batch: Option<u32>,
     /// The cgroups the jobs' `CgroupId`s index (paths, nesting, weights).
     pub cgroups: blk::CgroupTable,
+    /// CPU time of copying one page in a buffered write, ns.
+    pub page_copy_ns: u64,
 }
 
 impl Default for SimConfig {
@@ -93,6 +119,7 @@ impl Default for SimConfig {
             flush_insert: FlushInsert::Head,
             nr_sched_batch: None,
             cgroups: blk::CgroupTable::new(),
+            page_copy_ns: crate::pagecache::DEFAULT_PAGE_COPY_NS,
         }
     }
 }
@@ -137,6 +164,13 @@ pub struct Simulation {
     group_left: Vec<usize>,
     batch: Vec<Bio>,
     deliver_armed: bool,
+    /// The device's page cache (buffered I/O).
+    cache: PageCache,
+    /// Per job: its write-and-wait in progress.
+    syncs: Vec<Option<PendingSync>>,
+    /// Jobs asleep until a page's writeback ends, by page.
+    page_waiters: BTreeMap<u64, Vec<usize>>,
+    page_copy_ns: u64,
 }
 
 impl Simulation {
@@ -195,7 +229,12 @@ impl Simulation {
         if let Some(g) = groups.first() {
             events.push(Ns::ZERO, Ev::GroupStart(*g));
         }
+        let nr_jobs = jobs.len();
         Ok(Simulation {
+            cache: PageCache::new(),
+            syncs: (0..nr_jobs).map(|_| None).collect(),
+            page_waiters: BTreeMap::new(),
+            page_copy_ns: cfg.page_copy_ns,
             queue,
             device,
             jobs: jobs.into_iter().map(Job::new).collect(),
@@ -284,6 +323,7 @@ impl Simulation {
                     self.fill(j, now, obs);
                     self.maybe_finish(j, now, obs);
                 }
+                Ev::CopyDone(j, unit) => self.copy_done(j, unit, now, obs),
                 Ev::Deliver => {
                     self.deliver_armed = false;
                     self.deliver_completions(now, obs);
@@ -344,8 +384,26 @@ impl Simulation {
         }
     }
 
-    /// Start job `j`: its ramp and runtime count from now.
+    /// Start job `j`. A buffered job with fio's `invalidate` (the default) first
+    /// has the device's page cache dropped (`BLKFLSBUF`: `sync_blockdev`, a
+    /// write-and-wait of every dirty page, then `invalidate_bdev`); its clock
+    /// starts after that, as fio opens its files before the job's clock starts.
     fn start_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        let cfg = &self.jobs[j].cfg;
+        if cfg.buffered && cfg.invalidate && !self.cache.is_clean() {
+            let walk = SyncWalk::whole(&mut self.cache);
+            self.syncs[j] = Some(PendingSync {
+                walk,
+                then: AfterSync::Start,
+            });
+            self.advance_sync(j, now, obs);
+            return;
+        }
+        self.begin_job(j, now, obs);
+    }
+
+    /// The job's clock starts: its ramp and runtime count from now.
+    fn begin_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         let job = &mut self.jobs[j];
         job.start_at(now);
         let ramp = job.cfg.ramp_time;
@@ -385,10 +443,11 @@ impl Simulation {
         self.start_stall_if_due(j, now);
     }
 
-    /// I/Os submitted per system call: a batch under a plug, else one.
+    /// I/Os submitted per system call: a batch under a plug, else one (always one
+    /// for buffered I/O, which completes inside the call).
     fn ios_per_call(&self, j: usize) -> usize {
         let cfg = &self.jobs[j].cfg;
-        if cfg.plugs && cfg.batch_submit > 2 {
+        if cfg.plugs && cfg.batch_submit > 2 && !cfg.buffered {
             cfg.batch_submit as usize
         } else {
             1
@@ -423,6 +482,10 @@ impl Simulation {
 
     /// Submit up to `max_ios` I/Os of job `j` now.
     fn fill_now(&mut self, j: usize, now: Ns, max_ios: usize, obs: &mut dyn IoObserver) {
+        if self.jobs[j].cfg.buffered {
+            self.write_buffered(j, now, obs);
+            return;
+        }
         let mut budget = max_ios;
         let batch = self.jobs[j].cfg.batch_submit.max(1) as usize;
         let plugs = self.jobs[j].cfg.plugs;
@@ -439,7 +502,7 @@ impl Simulation {
                 let dev: &mut dyn Driver = self.device.as_mut();
                 self.queue.submit_bio_direct(now, bio, dev);
             }
-            self.submit_sync_if_due(j, now);
+            self.submit_sync_if_due(j, now, obs);
             return;
         }
         let mut batch_buf = std::mem::take(&mut self.batch);
@@ -470,23 +533,141 @@ impl Simulation {
             }
         }
         self.batch = batch_buf;
-        self.submit_sync_if_due(j, now);
+        self.submit_sync_if_due(j, now, obs);
+    }
+
+    /// A buffered `write()` (`blkdev_write_iter` → `generic_perform_write`): the
+    /// job's thread copies the data into the page cache, [`SimConfig::page_copy_ns`]
+    /// per page, and the call returns ([`Ev::CopyDone`]); no bio is submitted.
+    /// Whatever the engine, one write at a time: libaio and io_uring perform a
+    /// buffered write inline in the submission.
+    fn write_buffered(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if !self.jobs[j].cpu_pending && self.jobs[j].can_submit() {
+            if let Some(bio) = self.jobs[j].next_bio(now, j) {
+                obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                let unit = split_owner(bio.owner).1;
+                let io = self.jobs[j].in_flight(unit);
+                obs.io_issued(j, io);
+                let pages = io.bytes.div_ceil(PAGE_SIZE);
+                self.jobs[j].cpu_pending = true;
+                self.events
+                    .push(now.add(pages * self.page_copy_ns), Ev::CopyDone(j, unit));
+                return;
+            }
+        }
+        self.submit_sync_if_due(j, now, obs);
+    }
+
+    /// The copy of a buffered write is done: its pages are dirty
+    /// (`block_write_end`), the call returns.
+    fn copy_done(&mut self, j: usize, unit: u32, now: Ns, obs: &mut dyn IoObserver) {
+        self.jobs[j].cpu_pending = false;
+        let io = self.jobs[j].in_flight(unit);
+        self.cache
+            .mark_dirty(io.offset / PAGE_SIZE, io.bytes.div_ceil(PAGE_SIZE));
+        if let Some(io) = self.jobs[j].complete(unit, now) {
+            obs.io_completed(j, io, io.issue, now);
+        }
+        self.fill(j, now, obs);
+        self.maybe_finish(j, now, obs);
     }
 
     /// Issue the job's fsync once the I/Os before it are submitted; the job blocks
-    /// until it completes.
-    fn submit_sync_if_due(&mut self, j: usize, now: Ns) {
+    /// until it completes. On a block device that is `blkdev_fsync`: a
+    /// write-and-wait of every dirty page of the device (nothing to do when the
+    /// page cache is clean, as it always is for direct I/O), then an empty
+    /// PREFLUSH bio (`blkdev_issue_flush`).
+    fn submit_sync_if_due(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         if self.jobs[j].sync_due() || self.jobs[j].end_sync_due() {
             let bio = self.jobs[j].sync_bio(now, j);
-            let dev: &mut dyn Driver = self.device.as_mut();
-            self.queue.submit_bio_direct(now, bio, dev);
+            let walk = SyncWalk::whole(&mut self.cache);
+            self.syncs[j] = Some(PendingSync {
+                walk,
+                then: AfterSync::Flush(bio),
+            });
+            self.advance_sync(j, now, obs);
+        }
+    }
+
+    /// Carry job `j`'s write-and-wait on until it must sleep on a page's writeback
+    /// or is done. The pages it writes go down under a plug (`blkdev_writepages`),
+    /// one bio per page (`block_write_full_folio`: one buffer head per page), with
+    /// `REQ_SYNC` (`wbc_to_write_flags` for `WB_SYNC_ALL`), from the job's task
+    /// (its CPU, ioprio and cgroup); adjacent pages merge in the plug. Sleeping
+    /// flushes the plug (`schedule`). When a bio has to wait for a scheduler tag,
+    /// the walk goes on (the later bios queue behind it in order) where the
+    /// kernel's task would sleep: pages it would write after waking do not merge
+    /// into one another.
+    fn advance_sync(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        let Some(mut ps) = self.syncs[j].take() else {
+            return;
+        };
+        let mut plugged = false;
+        loop {
+            match ps.walk.next(&mut self.cache) {
+                WalkStep::Write(p) => {
+                    if !plugged {
+                        self.queue.start_plug();
+                        plugged = true;
+                    }
+                    let cfg = &self.jobs[j].cfg;
+                    let bio = Bio {
+                        op: Op::Write,
+                        flags: ReqFlags::SYNC,
+                        sector: Sector::from_bytes(p * PAGE_SIZE),
+                        nr_sectors: (PAGE_SIZE / Sector::SIZE) as u32,
+                        ioprio: cfg.ioprio,
+                        pid: cfg.pid,
+                        cpu: cfg.cpu,
+                        cgroup: cfg.cgroup,
+                        owner: WB_OWNER | p,
+                    };
+                    self.queue.submit_bio(now, bio);
+                }
+                step => {
+                    if plugged {
+                        let dev: &mut dyn Driver = self.device.as_mut();
+                        self.queue.finish_plug(now, Some(dev));
+                    }
+                    if let WalkStep::WaitOn(p) = step {
+                        self.page_waiters.entry(p).or_default().push(j);
+                        self.syncs[j] = Some(ps);
+                        return;
+                    }
+                    match ps.then {
+                        AfterSync::Flush(bio) => {
+                            let dev: &mut dyn Driver = self.device.as_mut();
+                            self.queue.submit_bio_direct(now, bio, dev);
+                        }
+                        AfterSync::Start => self.begin_job(j, now, obs),
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A writeback bio completed (`end_buffer_async_write` →
+    /// `folio_end_writeback`): the page's writeback ends and the tasks waiting for
+    /// it go on, in the order they went to sleep.
+    fn writeback_done(&mut self, page: u64, now: Ns, obs: &mut dyn IoObserver) {
+        self.cache.end_writeback(page);
+        if let Some(waiters) = self.page_waiters.remove(&page) {
+            for j in waiters {
+                self.advance_sync(j, now, obs);
+            }
         }
     }
 
     fn deliver_completions(&mut self, now: Ns, obs: &mut dyn IoObserver) {
         self.queue.take_completed(&mut self.done_owners);
         for i in 0..self.done_owners.len() {
-            let (j, unit) = split_owner(self.done_owners[i]);
+            let o = self.done_owners[i];
+            if o & WB_OWNER != 0 {
+                self.writeback_done(o & !WB_OWNER, now, obs);
+                continue;
+            }
+            let (j, unit) = split_owner(o);
             if let Some(io) = self.jobs[j].complete(unit, now) {
                 obs.io_completed(j, io, io.issue, now);
             }

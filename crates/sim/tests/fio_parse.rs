@@ -236,9 +236,10 @@ fn duplicate_options_last_wins() {
         .jobs
         .remove(0);
     assert_eq!(j.iodepth, 8);
-    // direct then buffered: the last one decides.
+    // direct then buffered: the last one decides (buffered reads are refused).
     assert!(one("buffered=1").is_err());
     assert!(job("[j]\nbuffered=1\ndirect=1\n").is_ok());
+    assert!(!job("[j]\ndirect=1\nbuffered=1\nrw=write\n").unwrap().jobs[0].direct);
 }
 
 #[test]
@@ -309,15 +310,25 @@ fn error_display_has_file_and_line() {
 }
 
 #[test]
-fn buffered_default_is_an_error() {
+fn buffered_writes_are_modeled_other_buffered_io_is_refused() {
+    // fio's default is buffered: writes go through the page cache.
+    let j = job("[j]\nrw=randwrite\nfsync=1\nfsync_on_close=1\ninvalidate=0\n").unwrap();
+    let j = &j.jobs[0];
+    assert!(!j.direct && j.fsync_on_close && !j.invalidate);
     let e = err("[j]\nrw=read\n");
     assert_eq!(e.line(), Some(1));
     assert!(e
         .message()
-        .contains("buffered I/O is not modeled yet; use direct=1"));
+        .contains("buffered reads (rw=read) are not modeled yet; use direct=1"));
     assert!(e.message().contains("fio defaults to buffered"));
-    let e = err("[j]\ndirect=1\nbuffered=1\n");
-    assert!(e.message().contains("buffered I/O is not modeled yet"));
+    let e = err("[j]\ndirect=1\nbuffered=1\nrw=randrw\n");
+    assert!(e.message().contains("buffered reads (rw=randrw)"));
+    let e = err("[j]\nrw=write\nsync=1\n");
+    assert!(e.message().contains("sync with buffered I/O"));
+    let e = err("[j]\nrw=write\nbs=512\n");
+    assert!(e.message().contains("part of a page"));
+    let e = err("[j]\nrw=write\noffset=1k\n");
+    assert!(e.message().contains("part of a page"));
 }
 
 #[test]
@@ -468,7 +479,9 @@ fn command_line_errors() {
         "{e}"
     );
     let e = cli("--name=a").unwrap_err();
-    assert!(e.message().contains("buffered I/O is not modeled yet"));
+    assert!(e
+        .message()
+        .contains("buffered reads (rw=read) are not modeled yet"));
     // A flag with a separate value: fio treats "1" as a job file.
     assert!(cli("--name=a --direct=1 --thread 1").is_err());
 }

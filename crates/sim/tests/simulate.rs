@@ -65,6 +65,8 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         fsync_blocks: 0,
         end_fsync: false,
         fua_writes: false,
+        buffered: false,
+        invalidate: false,
         submit_cost_ns: 0,
         thinktime: None,
         rate: None,

@@ -1,0 +1,233 @@
+//! Buffered I/O through the device's page cache: writes, fsync and its
+//! write-and-wait of every dirty page, with hand-computed outcomes.
+
+use blk::{CgroupId, Dir, IoPrio, Ns};
+use devices::ideal::{Ideal, IdealParams};
+use sim::job::{IoDone, JobConfig, RwMode};
+use sim::simulate::{IoObserver, RunSummary, SimConfig, Simulation};
+
+#[derive(Default)]
+struct Count {
+    writes: u64,
+    lat: Vec<u64>,
+    finished: Vec<(usize, Ns)>,
+}
+
+impl IoObserver for Count {
+    fn io_completed(&mut self, _job: usize, io: IoDone, _issue: Ns, now: Ns) {
+        assert_eq!(io.dir, Dir::Write);
+        self.writes += 1;
+        self.lat.push(now.since(io.submit));
+    }
+    fn job_finished(&mut self, job: usize, now: Ns) {
+        self.finished.push((job, now));
+    }
+}
+
+/// Clone `j` of a psync job writing `n` pages sequentially from page `first`,
+/// buffered, with an fsync after every `fsync` writes.
+fn writer(j: u32, first: u64, n: u64, fsync: u32, submit_cost_ns: u64) -> JobConfig {
+    let size = n * 4096;
+    JobConfig {
+        name: "w".into(),
+        job_index: 0,
+        group: 0,
+        rw: RwMode::Write,
+        rwmixread: 0,
+        bs: [4096, 4096],
+        bs_dist: [None, None],
+        offset: first * 4096,
+        size,
+        io_limit: size,
+        number_ios: None,
+        runtime: None,
+        time_based: false,
+        ramp_time: 0,
+        start_delay: 0,
+        depth: 1,
+        async_engine: false,
+        cpu: j % 8,
+        pid: 1000 + j,
+        ioprio: IoPrio::default(),
+        cgroup: CgroupId(0),
+        seed: j as u64,
+        norandommap: false,
+        random_dist: sim::job::RandomDist::Random,
+        batch_submit: 1,
+        plugs: false,
+        fsync_blocks: fsync,
+        end_fsync: false,
+        fua_writes: false,
+        buffered: true,
+        invalidate: true,
+        submit_cost_ns,
+        thinktime: None,
+        rate: None,
+    }
+}
+
+/// The `ideal` device as its profile has it: no write cache (an fsync's flush
+/// completes at submission), 100 µs + 2 GB/s, max_hw_sectors 2560.
+fn ideal() -> Box<Ideal> {
+    Box::new(Ideal::new(
+        "ideal",
+        IdealParams {
+            nr_hw_queues: 1,
+            ..Default::default()
+        },
+    ))
+}
+
+fn run(jobs: Vec<JobConfig>, device: Box<dyn devices::Device>) -> (RunSummary, Count) {
+    let cfg = SimConfig {
+        scheduler: "none".into(),
+        ..Default::default()
+    };
+    let sim = Simulation::new(&cfg, device, jobs).unwrap();
+    let mut c = Count::default();
+    let s = sim.run(&mut c);
+    (s, c)
+}
+
+/// One job: write (1.5 µs system call + 1 µs copy), fsync (1.5 µs): the page
+/// goes down alone, 100 µs + 2.048 µs on the ideal device; the write's latency
+/// is the call's 2.5 µs, nothing of the disk's.
+#[test]
+fn one_write_and_fsync() {
+    let (s, c) = run(vec![writer(0, 0, 1, 1, 1_500)], ideal());
+    assert_eq!(c.writes, 1);
+    assert_eq!(c.lat, vec![2_500]);
+    assert_eq!(s.disk.ios, [0, 1]);
+    assert_eq!(s.disk.sectors, [0, 8]);
+    assert_eq!(s.disk.flush_ios, 0);
+    // 2.5 µs write, 1.5 µs into fsync, then the page's write.
+    assert_eq!(c.finished, vec![(0, Ns(4_000 + 102_048))]);
+}
+
+/// Without fsync a buffered write never reaches the disk (the run ends with its
+/// page dirty, as fio exits without syncing).
+#[test]
+fn writes_without_fsync_stay_in_the_cache() {
+    let (s, c) = run(vec![writer(0, 0, 8, 0, 1_500)], ideal());
+    assert_eq!(c.writes, 8);
+    assert_eq!(s.disk.ios, [0, 0]);
+    assert_eq!(c.finished, vec![(0, Ns(8 * 2_500))]);
+}
+
+/// 64 jobs write one page each, at pages 0..64, and fsync. All copies end at
+/// 2.5 µs and every fsync starts at 4 µs: the first writes back all 64 dirty
+/// pages (the others' included) in index order under one plug, where they merge
+/// into one 256 KiB request (≤ max_sectors 1280 KiB); the other 63 find nothing
+/// to write and wait for that writeback. One write request, 63 merges.
+#[test]
+fn sixty_four_fsyncs_share_one_writeback() {
+    let jobs = (0..64).map(|j| writer(j, j as u64, 1, 1, 1_500)).collect();
+    let (s, c) = run(jobs, ideal());
+    assert_eq!(c.writes, 64);
+    assert_eq!(s.disk.ios, [0, 1]);
+    assert_eq!(s.disk.merges, [0, 63]);
+    assert_eq!(s.disk.sectors, [0, 64 * 8]);
+    // 256 KiB at 2 GB/s: 131.072 µs of transfer after the 100 µs.
+    let end = Ns(4_000 + 100_000 + 131_072);
+    assert_eq!(c.finished.len(), 64);
+    assert!(
+        c.finished.iter().all(|&(_, t)| t == end),
+        "{:?}",
+        c.finished
+    );
+}
+
+/// The same 64 jobs with pages 256 apart (their own 1 MiB each): 64 requests of
+/// one page, dispatched in page order.
+#[test]
+fn scattered_pages_are_one_request_each() {
+    let jobs = (0..64)
+        .map(|j| writer(j, 256 * j as u64, 1, 1, 1_500))
+        .collect();
+    let (s, c) = run(jobs, ideal());
+    assert_eq!(c.writes, 64);
+    assert_eq!(s.disk.ios, [0, 64]);
+    assert_eq!(s.disk.merges, [0, 0]);
+}
+
+/// 64 jobs × 256 writes + fsync each, every job in its own 1 MiB: every page is
+/// dirtied once and written once — 16 384 pages, none adjacent to another job's
+/// page of the same round, so 16 384 write requests, no merges — and the device
+/// (no write cache) sees no flush.
+#[test]
+fn block004_like_every_page_written_once() {
+    let jobs = (0..64)
+        .map(|j| writer(j, 256 * j as u64, 256, 1, 1_500))
+        .collect();
+    let (s, c) = run(jobs, ideal());
+    assert_eq!(c.writes, 64 * 256);
+    assert_eq!(s.disk.sectors, [0, 64 * 256 * 8]);
+    assert_eq!(s.disk.ios, [0, 64 * 256]);
+    assert_eq!(s.disk.merges, [0, 0]);
+    assert_eq!(s.disk.flush_ios, 0);
+}
+
+/// On a device with a volatile write cache every fsync ends in an empty
+/// PREFLUSH; the 64 that finish together coalesce in the flush machinery.
+#[test]
+fn fsyncs_flush_a_write_cache() {
+    let dev = devices::profile("ssd-sata").unwrap().build();
+    let jobs = (0..64).map(|j| writer(j, j as u64, 1, 1, 1_500)).collect();
+    let (s, _) = run(jobs, dev);
+    assert_eq!(s.disk.sectors[1], 64 * 8);
+    assert!(
+        s.disk.flush_ios >= 1 && s.disk.flush_ios < 64,
+        "{}",
+        s.disk.flush_ios
+    );
+}
+
+/// Byte-identical results for the same input.
+#[test]
+fn deterministic() {
+    let jobs = || {
+        (0..16)
+            .map(|j| writer(j, 97 * j as u64, 64, 3, 1_500))
+            .collect::<Vec<_>>()
+    };
+    let (a, ca) = run(jobs(), ideal());
+    let (b, cb) = run(jobs(), ideal());
+    assert_eq!(a.end, b.end);
+    assert_eq!(a.disk.ios, b.disk.ios);
+    assert_eq!(ca.lat, cb.lat);
+    assert_eq!(ca.finished, cb.finished);
+}
+
+/// fio's `invalidate` (`BLKFLSBUF`): a buffered job of a later group finds the
+/// 8 pages the first group left dirty (adjacent: one 32 KiB request) written back
+/// before its clock starts; with `invalidate=0` it starts at once and they stay.
+#[test]
+fn invalidate_writes_back_what_an_earlier_group_left() {
+    #[derive(Default)]
+    struct Starts(Vec<(usize, Ns)>);
+    impl IoObserver for Starts {
+        fn job_started(&mut self, job: usize, now: Ns) {
+            self.0.push((job, now));
+        }
+    }
+    for invalidate in [true, false] {
+        let a = writer(0, 0, 8, 0, 1_500);
+        let mut b = writer(1, 100, 1, 0, 1_500);
+        b.group = 1;
+        b.job_index = 1;
+        b.invalidate = invalidate;
+        let sim = Simulation::new(&SimConfig::default(), ideal(), vec![a, b]).unwrap();
+        let mut st = Starts::default();
+        let s = sim.run(&mut st);
+        let first_done = Ns(8 * 2_500);
+        if invalidate {
+            assert_eq!(s.disk.ios, [0, 1]);
+            assert_eq!(s.disk.merges, [0, 7]);
+            // 32 KiB: 100 µs + 16.384 µs.
+            assert_eq!(st.0, vec![(0, Ns(0)), (1, first_done.add(116_384))]);
+        } else {
+            assert_eq!(s.disk.ios, [0, 0]);
+            assert_eq!(st.0, vec![(0, Ns(0)), (1, first_done)]);
+        }
+    }
+}
