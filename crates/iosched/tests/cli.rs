@@ -308,6 +308,18 @@ fn unknown_scheduler_device_and_bad_set() {
         &["nr_requests"],
     );
     assert_bad(
+        &iosched(&["run", &f, "--set", "vm.dirty_ratio=101"]),
+        &["vm.dirty_ratio=101", "between 0 and 100"],
+    );
+    assert_bad(
+        &iosched(&["run", &f, "--set", "vm.swappiness=60"]),
+        &["unknown page-cache setting", "dirty_expire_centisecs"],
+    );
+    assert_bad(
+        &iosched(&["run", &f, "--set", "vm.mem_mb=0"]),
+        &["at least 1"],
+    );
+    assert_bad(
         &iosched(&["run", "/nonexistent/job.fio"]),
         &["cannot read job file"],
     );
@@ -661,6 +673,27 @@ fn buffered_writes_with_fsync_run() {
         "[global]\nioengine=psync\nbs=4k\nrw=write\nsize=64k\nfsync=4\ninvalidate=1\n\n[w]\nnumjobs=2\n",
     );
     check_buffered(&f);
+}
+
+/// `--set vm.*` changes a buffered run: with 1 MiB of memory (limits of 25 and 51
+/// pages) 1 MiB of writes without fsync is partly written back by the flusher
+/// and the writer is throttled; with the default 8 GiB nothing reaches the disk.
+#[test]
+fn vm_settings_drive_background_writeback() {
+    let f = job_file(
+        "buffered-bg.fio",
+        "[j]\nioengine=psync\nbs=4k\nrw=write\nsize=1m\n",
+    );
+    let sectors = |args: &[&str]| {
+        let mut a = vec!["run", f.as_str(), "--output-format=json"];
+        a.extend_from_slice(args);
+        let o = iosched(&a);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["disk_util"][0]["write_sectors"].as_u64().unwrap()
+    };
+    assert_eq!(sectors(&[]), 0);
+    assert!(sectors(&["--set", "vm.mem_mb=1"]) > 0);
 }
 
 fn check_buffered(f: &str) {

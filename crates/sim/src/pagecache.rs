@@ -34,6 +34,13 @@
 //! writeback in the range, again in batches, waiting for each
 //! (`__filemap_fdatawait_range`). The walk is a pure state machine: the simulator
 //! turns its steps into bios and waits.
+//!
+//! [`NoSyncWalk`] is one `WB_SYNC_NONE` `do_writepages` call of the flusher
+//! (`wb_workfn`): dirty pages from the mapping's `writeback_index` on, up to a
+//! chunk, skipping pages under writeback. [`VmConfig`] holds the vm sysctls and the
+//! simulated memory; [`VmConfig::limits`] is `domain_dirty_limits`,
+//! [`pos_ratio`] the dirty throttling's control line and [`WriteBandwidth`] the
+//! flusher's bandwidth estimate (`wb_update_write_bandwidth`).
 
 use std::collections::BTreeSet;
 
@@ -56,12 +63,164 @@ pub const FOLIO_BATCH: usize = 31;
 /// buffered writes that do not hit the dirty limit on current servers.
 pub const DEFAULT_PAGE_COPY_NS: u64 = 1_000;
 
-/// The page cache of the device's inode: its pages' marks.
+/// The vm sysctls of buffered writeback and the simulated memory (`--set
+/// vm.NAME=VALUE`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VmConfig {
+    /// Simulated memory, MiB (`vm.mem_mb`, not a sysctl; default 8 GiB). All of
+    /// it counts as dirtyable (`global_dirtyable_memory`: free plus file pages;
+    /// the simulation has nothing else in memory).
+    pub mem_mb: u64,
+    /// `vm.dirty_ratio`, percent (default 20): writers are throttled towards it.
+    pub dirty_ratio: u64,
+    /// `vm.dirty_background_ratio`, percent (default 10): the flusher writes in
+    /// the background above it.
+    pub dirty_background_ratio: u64,
+    /// `vm.dirty_expire_centisecs` (default 3000): data dirty longer than this is
+    /// written by the periodic flush.
+    pub dirty_expire_centisecs: u64,
+    /// `vm.dirty_writeback_centisecs` (default 500): the period of the flusher's
+    /// wake-ups; 0 disables them.
+    pub dirty_writeback_centisecs: u64,
+    /// CPU time of copying one page in a buffered write, ns (`vm.page_copy_ns`,
+    /// not a sysctl; [`DEFAULT_PAGE_COPY_NS`]).
+    pub page_copy_ns: u64,
+}
+
+impl Default for VmConfig {
+    fn default() -> Self {
+        VmConfig {
+            mem_mb: 8192,
+            dirty_ratio: 20,
+            dirty_background_ratio: 10,
+            dirty_expire_centisecs: 3000,
+            dirty_writeback_centisecs: 500,
+            page_copy_ns: DEFAULT_PAGE_COPY_NS,
+        }
+    }
+}
+
+/// Dirty limits in pages (`struct dirty_throttle_control`'s `bg_thresh` and
+/// `thresh`, and the free-run ceiling between them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirtyLimits {
+    /// Above this many dirty pages the flusher writes in the background.
+    pub bg_thresh: u64,
+    /// The dirty limit writers are throttled towards.
+    pub thresh: u64,
+    /// `dirty_freerun_ceiling`: below this (dirty + writeback) writers are not
+    /// throttled at all.
+    pub freerun: u64,
+}
+
+impl VmConfig {
+    /// `domain_dirty_limits` for the ratio sysctls: `dirty_background_ratio` and
+    /// `dirty_ratio` percent of the dirtyable memory (a background ratio at or
+    /// above the dirty ratio is halved, as the kernel does).
+    pub fn limits(&self) -> DirtyLimits {
+        let available = self.mem_mb * (1 << 20) / PAGE_SIZE;
+        let thresh = available * self.dirty_ratio / 100;
+        let mut bg_thresh = available * self.dirty_background_ratio / 100;
+        if bg_thresh >= thresh {
+            bg_thresh = thresh / 2;
+        }
+        DirtyLimits {
+            bg_thresh,
+            thresh,
+            freerun: (thresh + bg_thresh) / 2,
+        }
+    }
+
+    /// `dirty_expire_centisecs` in ns.
+    pub fn expire_ns(&self) -> u64 {
+        self.dirty_expire_centisecs * 10_000_000
+    }
+
+    /// `dirty_writeback_centisecs` in ns.
+    pub fn interval_ns(&self) -> u64 {
+        self.dirty_writeback_centisecs * 10_000_000
+    }
+}
+
+/// The global control line of dirty throttling (`pos_ratio_polynom`): 1 at the
+/// setpoint halfway between the free-run ceiling and the limit, 2 at the ceiling,
+/// 0 at the limit, cubic in between.
+pub fn pos_ratio(l: &DirtyLimits, dirty: u64) -> f64 {
+    let setpoint = (l.freerun + l.thresh) as f64 / 2.0;
+    let x = (setpoint - dirty as f64) / ((l.thresh as f64 - setpoint) + 1.0);
+    (1.0 + x * x * x).clamp(0.0, 2.0)
+}
+
+/// `dirty_poll_interval`: pages a task may dirty before it checks the limits
+/// again, when below the free-run ceiling: the square root of the headroom to
+/// the limit, as a power of two.
+pub fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
+    if thresh > dirty {
+        1 << ((thresh - dirty).ilog2() / 2)
+    } else {
+        1
+    }
+}
+
+/// `INIT_BW`: the flusher's initial write bandwidth estimate, 100 MB/s in pages.
+pub const INIT_BW_PAGES: u64 = (100 << 20) / PAGE_SIZE;
+/// `BANDWIDTH_INTERVAL`: the bandwidth estimate is updated every 200 ms.
+pub const BANDWIDTH_INTERVAL_NS: u64 = 200_000_000;
+
+/// The flusher's write bandwidth estimate (`wb_update_write_bandwidth`): pages
+/// written per second over each 200 ms, averaged over a 3 s period.
+#[derive(Clone, Debug)]
+pub struct WriteBandwidth {
+    /// Estimated pages per second.
+    pub pages_per_s: u64,
+    stamp: u64,
+    written_stamp: u64,
+}
+
+impl Default for WriteBandwidth {
+    fn default() -> Self {
+        WriteBandwidth {
+            pages_per_s: INIT_BW_PAGES,
+            stamp: 0,
+            written_stamp: 0,
+        }
+    }
+}
+
+impl WriteBandwidth {
+    /// Update with the pages written so far (`written`) at `now_ns`, if 200 ms
+    /// have passed since the last update.
+    pub fn update(&mut self, now_ns: u64, written: u64) {
+        let elapsed = now_ns.saturating_sub(self.stamp);
+        if elapsed < BANDWIDTH_INTERVAL_NS {
+            return;
+        }
+        const PERIOD: u128 = 3_000_000_000;
+        let measured = (written - self.written_stamp) as u128 * 1_000_000_000 / elapsed as u128;
+        let e = (elapsed as u128).min(PERIOD);
+        let bw = (self.pages_per_s as u128 * (PERIOD - e) + measured * e) / PERIOD;
+        self.pages_per_s = (bw as u64).max(1);
+        self.stamp = now_ns;
+        self.written_stamp = written;
+    }
+}
+
+/// The page cache of the device's inode: its pages' marks, and the inode's
+/// writeback state.
 #[derive(Clone, Debug, Default)]
 pub struct PageCache {
     dirty: BTreeSet<u64>,
     towrite: BTreeSet<u64>,
     writeback: BTreeSet<u64>,
+    /// The inode's `dirtied_when` while it is dirty (`I_DIRTY_PAGES`): set when
+    /// a page is dirtied and the inode was clean; cleared only when the flusher
+    /// writes the inode and finds no dirty page left (an fsync does not clean
+    /// the inode's state).
+    dirtied_when: Option<u64>,
+    /// `mapping->writeback_index`: where the flusher's next cyclic pass starts.
+    writeback_index: u64,
+    /// Pages whose writeback completed, ever (for the bandwidth estimate).
+    written: u64,
 }
 
 impl PageCache {
@@ -70,10 +229,40 @@ impl PageCache {
         PageCache::default()
     }
 
-    /// Pages `first..first + n` were written (`block_write_end` → `mark_buffer_dirty`
-    /// → `__folio_mark_dirty`): they are dirty, whether or not under writeback.
-    pub fn mark_dirty(&mut self, first: u64, n: u64) {
+    /// Pages `first..first + n` were written at `now` (`block_write_end` →
+    /// `mark_buffer_dirty` → `__folio_mark_dirty`): they are dirty, whether or not
+    /// under writeback. Returns whether the inode became dirty
+    /// (`__mark_inode_dirty`: its `dirtied_when` is now, and the flusher's
+    /// periodic wake-up is armed).
+    pub fn mark_dirty(&mut self, first: u64, n: u64, now: u64) -> bool {
         self.dirty.extend(first..first + n);
+        if self.dirtied_when.is_none() {
+            self.dirtied_when = Some(now);
+            return true;
+        }
+        false
+    }
+
+    /// The inode is dirty (on the flusher's `b_dirty` list).
+    pub fn inode_dirty(&self) -> bool {
+        self.dirtied_when.is_some()
+    }
+
+    /// The inode has been dirty since at or before `cutoff` (`move_expired_inodes`).
+    pub fn inode_dirtied_before(&self, cutoff: u64) -> bool {
+        self.dirtied_when.is_some_and(|t| t <= cutoff)
+    }
+
+    /// The flusher wrote the inode: with no dirty page left its state is clean.
+    pub fn inode_written(&mut self) {
+        if self.dirty.is_empty() {
+            self.dirtied_when = None;
+        }
+    }
+
+    /// Pages whose writeback has completed, since the start.
+    pub fn pages_written(&self) -> u64 {
+        self.written
     }
 
     /// Dirty pages (`NR_FILE_DIRTY` of this inode).
@@ -117,7 +306,9 @@ impl PageCache {
 
     /// `folio_end_writeback`: page `p`'s write completed.
     pub fn end_writeback(&mut self, p: u64) {
-        self.writeback.remove(&p);
+        if self.writeback.remove(&p) {
+            self.written += 1;
+        }
     }
 }
 
@@ -231,6 +422,61 @@ impl SyncWalk {
     }
 }
 
+/// One `WB_SYNC_NONE` `do_writepages` call (the flusher's): dirty pages from
+/// `writeback_index` to the end of the device, up to `nr_to_write`, skipping
+/// pages under writeback; `writeback_index` then moves to where it stopped, or
+/// back to 0 when it reached the end (`write_cache_pages` with `range_cyclic`).
+#[derive(Clone, Debug)]
+pub struct NoSyncWalk {
+    index: u64,
+    nr_to_write: u64,
+    written: u64,
+    batch: std::collections::VecDeque<u64>,
+}
+
+impl NoSyncWalk {
+    /// A pass of at most `nr_to_write` pages from the mapping's `writeback_index`.
+    pub fn new(cache: &PageCache, nr_to_write: u64) -> NoSyncWalk {
+        NoSyncWalk {
+            index: cache.writeback_index,
+            nr_to_write,
+            written: 0,
+            batch: Default::default(),
+        }
+    }
+
+    /// Pages written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// The next page to write, or `None` when the pass is over.
+    pub fn next(&mut self, cache: &mut PageCache) -> Option<u64> {
+        loop {
+            if self.written >= self.nr_to_write {
+                cache.writeback_index = self.index;
+                return None;
+            }
+            if self.batch.is_empty() {
+                let mut at = self.index;
+                self.batch = lookup(&cache.dirty, &mut at, u64::MAX).into();
+                if self.batch.is_empty() {
+                    cache.writeback_index = 0;
+                    return None;
+                }
+            }
+            let p = self.batch.pop_front()?;
+            self.index = p + 1;
+            if !cache.is_dirty(p) || cache.is_writeback(p) {
+                continue;
+            }
+            cache.start_writeback(p);
+            self.written += 1;
+            return Some(p);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,8 +495,8 @@ mod tests {
     #[test]
     fn writes_dirty_pages_in_index_order_then_waits_for_them() {
         let mut c = PageCache::new();
-        c.mark_dirty(9, 1);
-        c.mark_dirty(2, 2);
+        c.mark_dirty(9, 1, 0);
+        c.mark_dirty(2, 2, 0);
         let mut w = SyncWalk::whole(&mut c);
         let (written, step) = run(&mut w, &mut c);
         assert_eq!(written, vec![2, 3, 9]);
@@ -268,7 +514,7 @@ mod tests {
     #[test]
     fn second_sync_skips_pages_the_first_wrote_and_waits_for_them() {
         let mut c = PageCache::new();
-        c.mark_dirty(0, 4);
+        c.mark_dirty(0, 4, 0);
         let mut a = SyncWalk::whole(&mut c);
         // A writes pages 0 and 1, then (say) blocks; B starts: 2 and 3 are its.
         assert_eq!(a.next(&mut c), WalkStep::Write(0));
@@ -289,10 +535,10 @@ mod tests {
     #[test]
     fn redirtied_page_under_writeback_is_waited_for_and_written_again() {
         let mut c = PageCache::new();
-        c.mark_dirty(5, 1);
+        c.mark_dirty(5, 1, 0);
         let mut a = SyncWalk::whole(&mut c);
         assert_eq!(a.next(&mut c), WalkStep::Write(5));
-        c.mark_dirty(5, 1); // written again while its write is in flight
+        c.mark_dirty(5, 1, 0); // written again while its write is in flight
         let mut b = SyncWalk::whole(&mut c);
         assert_eq!(b.next(&mut c), WalkStep::WaitOn(5));
         c.end_writeback(5);
@@ -307,9 +553,9 @@ mod tests {
     #[test]
     fn pages_dirtied_after_the_walk_started_are_not_its_business() {
         let mut c = PageCache::new();
-        c.mark_dirty(10, 1);
+        c.mark_dirty(10, 1, 0);
         let mut a = SyncWalk::whole(&mut c);
-        c.mark_dirty(3, 1); // after tagging: not TOWRITE
+        c.mark_dirty(3, 1, 0); // after tagging: not TOWRITE
         assert_eq!(a.next(&mut c), WalkStep::Write(10));
         assert_eq!(a.next(&mut c), WalkStep::WaitOn(10));
         c.end_writeback(10);
@@ -320,7 +566,7 @@ mod tests {
     #[test]
     fn ranges_and_batches() {
         let mut c = PageCache::new();
-        c.mark_dirty(0, 100);
+        c.mark_dirty(0, 100, 0);
         let mut w = SyncWalk::new(&mut c, 10, 79);
         let (written, step) = run(&mut w, &mut c);
         assert_eq!(written, (10..80).collect::<Vec<_>>());
@@ -331,5 +577,71 @@ mod tests {
             c.end_writeback(p);
         }
         assert_eq!(w.next(&mut c), WalkStep::WaitOn(41));
+    }
+
+    #[test]
+    fn default_limits_of_8_gib() {
+        // 2 097 152 pages: 10 % and 20 %, free-run halfway.
+        let l = VmConfig::default().limits();
+        assert_eq!(
+            l,
+            DirtyLimits {
+                bg_thresh: 209_715,
+                thresh: 419_430,
+                freerun: 314_572,
+            }
+        );
+        assert!((pos_ratio(&l, l.freerun) - 2.0).abs() < 1e-3);
+        assert!((pos_ratio(&l, (l.freerun + l.thresh) / 2) - 1.0).abs() < 1e-3);
+        assert!(pos_ratio(&l, l.thresh) < 1e-3);
+        // sqrt of 2^16 pages of headroom.
+        assert_eq!(dirty_poll_interval(100, 100 + (1 << 16)), 256);
+    }
+
+    #[test]
+    fn flusher_pass_is_cyclic_and_skips_writeback() {
+        let mut c = PageCache::new();
+        c.mark_dirty(0, 10, 0);
+        let mut w = NoSyncWalk::new(&c, 4);
+        let got: Vec<u64> = std::iter::from_fn(|| w.next(&mut c)).collect();
+        assert_eq!(got, vec![0, 1, 2, 3]);
+        // The next pass goes on from page 4; page 6 is under writeback (an
+        // fsync took it) and is skipped.
+        c.start_writeback(6);
+        let mut w = NoSyncWalk::new(&c, 100);
+        let got: Vec<u64> = std::iter::from_fn(|| w.next(&mut c)).collect();
+        assert_eq!(got, vec![4, 5, 7, 8, 9]);
+        // Having reached the end, the next starts from 0 again.
+        c.end_writeback(1);
+        c.mark_dirty(1, 1, 0);
+        let mut w = NoSyncWalk::new(&c, 100);
+        assert_eq!(w.next(&mut c), Some(1));
+    }
+
+    #[test]
+    fn inode_dirty_state() {
+        let mut c = PageCache::new();
+        assert!(c.mark_dirty(3, 1, 7));
+        assert!(!c.mark_dirty(4, 1, 9));
+        assert!(c.inode_dirtied_before(7) && !c.inode_dirtied_before(6));
+        // An fsync writes the pages but leaves the inode dirty.
+        let mut w = SyncWalk::whole(&mut c);
+        while let WalkStep::Write(p) = w.next(&mut c) {
+            c.end_writeback(p);
+        }
+        assert!(c.inode_dirty());
+        c.inode_written();
+        assert!(!c.inode_dirty());
+        assert_eq!(c.pages_written(), 2);
+    }
+
+    #[test]
+    fn bandwidth_estimate_moves_towards_the_measured_rate() {
+        let mut bw = WriteBandwidth::default();
+        // 200 ms with 1000 pages written: 5000 pages/s measured, weight 1/15.
+        bw.update(BANDWIDTH_INTERVAL_NS, 1000);
+        assert_eq!(bw.pages_per_s, (25_600 * 14 + 5_000) / 15);
+        bw.update(BANDWIDTH_INTERVAL_NS + 1, 2000); // too soon: unchanged
+        assert_eq!(bw.pages_per_s, (25_600 * 14 + 5_000) / 15);
     }
 }

@@ -497,7 +497,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
 }
 
 /// Page-cache settings `--set vm.NAME=VALUE` knows, for error messages.
-pub const VM_SETTINGS: &str = "page_copy_ns";
+pub const VM_SETTINGS: &str = "dirty_ratio, dirty_background_ratio, dirty_expire_centisecs, \
+     dirty_writeback_centisecs, mem_mb, page_copy_ns";
 
 /// Apply one `--set vm.NAME=VALUE`: the page cache's settings for buffered I/O.
 fn apply_vm_setting(sim: &mut SimConfig, name: &str, value: &str) -> Result<(), RunError> {
@@ -507,9 +508,32 @@ fn apply_vm_setting(sim: &mut SimConfig, name: &str, value: &str) -> Result<(), 
             .parse::<u64>()
             .map_err(|_| err("expected a non-negative integer"))
     };
+    let vm = &mut sim.vm;
     match name {
-        // Not a sysctl: the CPU time of copying one page in a buffered write.
-        "page_copy_ns" => sim.page_copy_ns = uint()?,
+        // proc_dointvec_minmax with 0..=100, as the kernel's dirty_ratio and
+        // dirty_background_ratio tables.
+        "dirty_ratio" | "dirty_background_ratio" => {
+            let v = uint()?;
+            if v > 100 {
+                return Err(err("must be between 0 and 100 (percent)"));
+            }
+            if name == "dirty_ratio" {
+                vm.dirty_ratio = v;
+            } else {
+                vm.dirty_background_ratio = v;
+            }
+        }
+        "dirty_expire_centisecs" => vm.dirty_expire_centisecs = uint()?,
+        "dirty_writeback_centisecs" => vm.dirty_writeback_centisecs = uint()?,
+        // Not sysctls: the simulated memory and the CPU time of copying one page.
+        "mem_mb" => {
+            let v = uint()?;
+            if v == 0 {
+                return Err(err("must be at least 1"));
+            }
+            vm.mem_mb = v;
+        }
+        "page_copy_ns" => vm.page_copy_ns = uint()?,
         other => {
             return Err(RunError::Setting(format!(
                 "--set vm.{other}: unknown page-cache setting (known: {VM_SETTINGS})"

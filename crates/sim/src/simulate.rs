@@ -6,9 +6,12 @@
 
 use crate::engine::EventQueue;
 use crate::job::{split_owner, IoDone, Job, JobConfig};
-use crate::pagecache::{PageCache, SyncWalk, WalkStep, PAGE_SIZE};
+use crate::pagecache::{
+    dirty_poll_interval, pos_ratio, NoSyncWalk, PageCache, SyncWalk, VmConfig, WalkStep,
+    WriteBandwidth, PAGE_SIZE,
+};
 use blk::elevator::{self, Elevator, QueueParams, TunableError};
-use blk::mq::{DiskStats, Driver, FlushInsert, Queue, QueueConfig};
+use blk::mq::{DiskStats, Driver, FlushInsert, Queue, QueueConfig, Submitted};
 use blk::{Bio, Ns, Op, ReqFlags, RqId, Sector};
 use devices::Device;
 use std::collections::BTreeMap;
@@ -55,8 +58,80 @@ enum Ev {
     /// The job's thinktime or rate stall, which lasted this long (ns), ends.
     StallEnd(usize, u64),
     /// The job's buffered write in this I/O unit has copied its data into the
-    /// page cache: the system call returns.
+    /// page cache (`balance_dirty_pages` comes next).
     CopyDone(usize, u32),
+    /// The job's pause in `balance_dirty_pages` ends; `true`: it was over the
+    /// dirty limit and checks again.
+    ThrottleDone(usize, u32, bool),
+    /// The flusher's delayed wake-up (`wb->dwork`).
+    FlusherWake,
+}
+
+/// `MAX_PAUSE`: the longest a writer sleeps in one `balance_dirty_pages` round
+/// (HZ/5).
+const MAX_PAUSE_NS: u64 = 200_000_000;
+/// `MIN_WRITEBACK_PAGES`: the flusher writes in chunks that are multiples of 4 MiB.
+const MIN_WRITEBACK_PAGES: u64 = 1024;
+/// `DIRTY_SCOPE`: a flusher chunk is at most an eighth of the dirty limit.
+const DIRTY_SCOPE: u64 = 8;
+/// Task id of the flusher's kworker, for schedulers that key on the submitter.
+const FLUSHER_PID: u32 = 1;
+
+/// Who sleeps on a scheduler tag with a writeback bio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walker {
+    Job(usize),
+    Flusher,
+}
+
+/// One piece of the flusher's work (`struct wb_writeback_work`).
+#[derive(Debug)]
+struct FlushWork {
+    /// `for_kupdate` (the periodic flush of expired data); else `for_background`.
+    kupdate: bool,
+    /// Pages left to write (`work->nr_pages`).
+    nr_pages: u64,
+    /// The inode has been picked (`queue_io`); it stays picked between chunks.
+    picked: bool,
+    /// The `do_writepages` call in progress.
+    pass: Option<NoSyncWalk>,
+}
+
+/// The device's flusher (`wb_workfn` on the inode's `bdi_writeback`).
+#[derive(Debug, Default)]
+struct Flusher {
+    /// The delayed wake-up is armed for this time.
+    wake_at: Option<Ns>,
+    /// The work in progress (woken, writing, maybe asleep on a tag).
+    work: Option<FlushWork>,
+    /// Kinds of work done in this wake-up (`wb_do_writeback` checks the periodic
+    /// flush, then the background threshold, once each).
+    did_kupdate: bool,
+    did_background: bool,
+    /// `wb->last_old_flush`.
+    last_old_flush: Ns,
+    /// Asleep until the bio of this owner has a scheduler tag.
+    tag_wait: Option<u64>,
+    /// `wb->avg_write_bandwidth`.
+    bw: WriteBandwidth,
+}
+
+/// A buffered writer's dirty-throttling state (`current->nr_dirtied`,
+/// `nr_dirtied_pause`).
+#[derive(Clone, Copy, Debug)]
+struct Dirtier {
+    nr_dirtied: u64,
+    nr_dirtied_pause: u64,
+}
+
+impl Default for Dirtier {
+    fn default() -> Self {
+        // 128 KiB worth of pages (`ratelimit_pages`'s start).
+        Dirtier {
+            nr_dirtied: 0,
+            nr_dirtied_pause: 32,
+        }
+    }
 }
 
 /// Owner tokens of writeback bios: this bit and the page index.
@@ -76,6 +151,8 @@ enum AfterSync {
 struct PendingSync {
     walk: SyncWalk,
     then: AfterSync,
+    /// Asleep until the bio of this owner has a scheduler tag.
+    tag_wait: Option<u64>,
 }
 
 /// Knobs of one run that are not fio options.
@@ -102,8 +179,8 @@ pub struct SimConfig {
     pub nr_sched_batch: Option<u32>,
     /// The cgroups the jobs' `CgroupId`s index (paths, nesting, weights).
     pub cgroups: blk::CgroupTable,
-    /// CPU time of copying one page in a buffered write, ns.
-    pub page_copy_ns: u64,
+    /// The page cache's settings: vm sysctls, memory, copy cost.
+    pub vm: VmConfig,
 }
 
 impl Default for SimConfig {
@@ -119,7 +196,7 @@ impl Default for SimConfig {
             flush_insert: FlushInsert::Head,
             nr_sched_batch: None,
             cgroups: blk::CgroupTable::new(),
-            page_copy_ns: crate::pagecache::DEFAULT_PAGE_COPY_NS,
+            vm: VmConfig::default(),
         }
     }
 }
@@ -170,7 +247,15 @@ pub struct Simulation {
     syncs: Vec<Option<PendingSync>>,
     /// Jobs asleep until a page's writeback ends, by page.
     page_waiters: BTreeMap<u64, Vec<usize>>,
-    page_copy_ns: u64,
+    vm: VmConfig,
+    flusher: Flusher,
+    dirtiers: Vec<Dirtier>,
+    /// Walks asleep on a scheduler tag.
+    tag_sleepers: Vec<Walker>,
+    /// Jobs not finished yet; at 0 fio has exited and the flusher stops.
+    jobs_left: usize,
+    /// Time of the last event that did something (the run's end).
+    last_event: Ns,
 }
 
 impl Simulation {
@@ -234,7 +319,12 @@ impl Simulation {
             cache: PageCache::new(),
             syncs: (0..nr_jobs).map(|_| None).collect(),
             page_waiters: BTreeMap::new(),
-            page_copy_ns: cfg.page_copy_ns,
+            vm: cfg.vm.clone(),
+            flusher: Flusher::default(),
+            dirtiers: vec![Dirtier::default(); nr_jobs],
+            tag_sleepers: Vec::new(),
+            jobs_left: nr_jobs,
+            last_event: Ns::ZERO,
             queue,
             device,
             jobs: jobs.into_iter().map(Job::new).collect(),
@@ -269,6 +359,11 @@ impl Simulation {
     pub fn run(mut self, obs: &mut dyn IoObserver) -> RunSummary {
         let mut n: u32 = 0;
         while let Some((now, ev)) = self.events.pop() {
+            if matches!(ev, Ev::FlusherWake) && self.jobs_left == 0 {
+                // fio has exited: what the flusher does next is not the run's.
+                continue;
+            }
+            self.last_event = now;
             n = n.wrapping_add(1);
             if n.is_multiple_of(16384) {
                 obs.progress(now);
@@ -324,6 +419,19 @@ impl Simulation {
                     self.maybe_finish(j, now, obs);
                 }
                 Ev::CopyDone(j, unit) => self.copy_done(j, unit, now, obs),
+                Ev::ThrottleDone(j, unit, recheck) => {
+                    if recheck {
+                        self.balance_dirty_pages(j, unit, now, obs);
+                    } else {
+                        self.write_returns(j, unit, now, obs);
+                    }
+                }
+                Ev::FlusherWake => {
+                    if self.flusher.wake_at == Some(now) {
+                        self.flusher.wake_at = None;
+                        self.wake_flusher(now);
+                    }
+                }
                 Ev::Deliver => {
                     self.deliver_armed = false;
                     self.deliver_completions(now, obs);
@@ -335,9 +443,12 @@ impl Simulation {
                     }
                 }
             }
+            if !self.tag_sleepers.is_empty() {
+                self.wake_tag_sleepers(now, obs);
+            }
             self.arm(now);
         }
-        let end = self.events.now();
+        let end = self.last_event;
         RunSummary {
             end,
             requests: self.requests,
@@ -395,6 +506,7 @@ impl Simulation {
             self.syncs[j] = Some(PendingSync {
                 walk,
                 then: AfterSync::Start,
+                tag_wait: None,
             });
             self.advance_sync(j, now, obs);
             return;
@@ -537,8 +649,9 @@ impl Simulation {
     }
 
     /// A buffered `write()` (`blkdev_write_iter` → `generic_perform_write`): the
-    /// job's thread copies the data into the page cache, [`SimConfig::page_copy_ns`]
-    /// per page, and the call returns ([`Ev::CopyDone`]); no bio is submitted.
+    /// job's thread copies the data into the page cache, [`VmConfig::page_copy_ns`]
+    /// per page ([`Ev::CopyDone`]), maybe pauses in `balance_dirty_pages`, and the
+    /// call returns; no bio is submitted.
     /// Whatever the engine, one write at a time: libaio and io_uring perform a
     /// buffered write inline in the submission.
     fn write_buffered(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
@@ -551,7 +664,7 @@ impl Simulation {
                 let pages = io.bytes.div_ceil(PAGE_SIZE);
                 self.jobs[j].cpu_pending = true;
                 self.events
-                    .push(now.add(pages * self.page_copy_ns), Ev::CopyDone(j, unit));
+                    .push(now.add(pages * self.vm.page_copy_ns), Ev::CopyDone(j, unit));
                 return;
             }
         }
@@ -559,17 +672,270 @@ impl Simulation {
     }
 
     /// The copy of a buffered write is done: its pages are dirty
-    /// (`block_write_end`), the call returns.
+    /// (`block_write_end`); the inode turning dirty arms the flusher's periodic
+    /// wake-up (`wb_wakeup_delayed`). Every `nr_dirtied_pause` pages the writer
+    /// checks the dirty limits (`balance_dirty_pages_ratelimited`).
     fn copy_done(&mut self, j: usize, unit: u32, now: Ns, obs: &mut dyn IoObserver) {
-        self.jobs[j].cpu_pending = false;
         let io = self.jobs[j].in_flight(unit);
-        self.cache
-            .mark_dirty(io.offset / PAGE_SIZE, io.bytes.div_ceil(PAGE_SIZE));
+        let pages = io.bytes.div_ceil(PAGE_SIZE);
+        if self.cache.mark_dirty(io.offset / PAGE_SIZE, pages, now.0) {
+            self.arm_flusher(now);
+        }
+        let d = &mut self.dirtiers[j];
+        d.nr_dirtied += pages;
+        if d.nr_dirtied >= d.nr_dirtied_pause {
+            self.balance_dirty_pages(j, unit, now, obs);
+        } else {
+            self.write_returns(j, unit, now, obs);
+        }
+    }
+
+    /// `balance_dirty_pages`, with a simplified rate control. Above
+    /// `dirty_background_ratio` the flusher is woken. At or below the free-run
+    /// ceiling (halfway between the background threshold and `dirty_ratio`,
+    /// counting dirty pages and pages under writeback) the writer goes on and
+    /// checks again after `dirty_poll_interval` pages. Above it, the writer
+    /// sleeps for the pages it dirtied since its last check at its share of the
+    /// flusher's measured write bandwidth (bandwidth / writers, as the kernel's
+    /// `dirty_ratelimit` converges to) scaled by the global control line
+    /// (`pos_ratio`: 2 at the ceiling, 1 halfway, 0 at the limit), at most 200 ms
+    /// (`MAX_PAUSE`; the kernel's bound also depends on the bandwidth), then checks
+    /// again after 10 ms worth of pages at that rate. At or over the limit it
+    /// sleeps 200 ms and checks again, until under it. Not modelled: the per-wb
+    /// limits and setpoints (one device, one wb), the smoothing of
+    /// `dirty_ratelimit` and of the limit, `min_pause` and the pause's
+    /// accumulation across calls.
+    fn balance_dirty_pages(&mut self, j: usize, unit: u32, now: Ns, obs: &mut dyn IoObserver) {
+        self.flusher.bw.update(now.0, self.cache.pages_written());
+        let l = self.vm.limits();
+        let reclaimable = self.cache.nr_dirty() as u64;
+        let dirty = reclaimable + self.cache.nr_writeback() as u64;
+        if reclaimable > l.bg_thresh {
+            self.start_background_writeback(now);
+        }
+        let d = &mut self.dirtiers[j];
+        if dirty <= l.freerun {
+            d.nr_dirtied = 0;
+            d.nr_dirtied_pause = dirty_poll_interval(dirty, l.thresh);
+            self.write_returns(j, unit, now, obs);
+            return;
+        }
+        let writers = self
+            .jobs
+            .iter()
+            .filter(|x| x.cfg.buffered && x.started && !x.finished)
+            .count()
+            .max(1);
+        let rate = self.flusher.bw.pages_per_s as f64 / writers as f64 * pos_ratio(&l, dirty);
+        let exceeded = dirty > l.thresh;
+        let pause = if exceeded || rate <= 0.0 {
+            MAX_PAUSE_NS
+        } else {
+            ((d.nr_dirtied as f64 / rate * 1e9) as u64).min(MAX_PAUSE_NS)
+        };
+        d.nr_dirtied = 0;
+        d.nr_dirtied_pause = ((rate * 0.01) as u64).max(1);
+        self.events
+            .push(now.add(pause), Ev::ThrottleDone(j, unit, exceeded));
+    }
+
+    /// The buffered `write()` returns.
+    fn write_returns(&mut self, j: usize, unit: u32, now: Ns, obs: &mut dyn IoObserver) {
+        self.jobs[j].cpu_pending = false;
         if let Some(io) = self.jobs[j].complete(unit, now) {
             obs.io_completed(j, io, io.issue, now);
         }
         self.fill(j, now, obs);
         self.maybe_finish(j, now, obs);
+    }
+
+    /// `wb_wakeup_delayed`: wake the flusher `dirty_writeback_centisecs` from
+    /// now, unless a wake-up is armed or it is running.
+    fn arm_flusher(&mut self, now: Ns) {
+        let interval = self.vm.interval_ns();
+        if interval == 0 || self.flusher.wake_at.is_some() || self.flusher.work.is_some() {
+            return;
+        }
+        let at = now.add(interval);
+        self.flusher.wake_at = Some(at);
+        self.events.push(at, Ev::FlusherWake);
+    }
+
+    /// `wb_start_background_writeback`: wake the flusher now, unless it is
+    /// writing already (`writeback_in_progress`).
+    fn start_background_writeback(&mut self, now: Ns) {
+        if self.flusher.work.is_some() || self.flusher.tag_wait.is_some() {
+            return;
+        }
+        // mod_delayed_work(.., 0): the armed wake-up is replaced.
+        self.flusher.wake_at = None;
+        self.wake_flusher(now);
+    }
+
+    /// `wb_workfn` wakes: one round of `wb_do_writeback`.
+    fn wake_flusher(&mut self, now: Ns) {
+        self.flusher.did_kupdate = false;
+        self.flusher.did_background = false;
+        self.run_flusher(now);
+    }
+
+    /// `writeback_chunk_size` for the flusher's work: half a second of writing at
+    /// the estimated bandwidth, at most an eighth of the dirty limit, rounded to
+    /// 4 MiB.
+    fn write_chunk(&self) -> u64 {
+        let l = self.vm.limits();
+        let pages = (self.flusher.bw.pages_per_s / 2).min(l.thresh / DIRTY_SCOPE);
+        (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES
+    }
+
+    /// Carry the flusher's work on until it is done or asleep on a tag. In
+    /// `wb_do_writeback`'s order: the periodic flush (`wb_check_old_data_flush`:
+    /// every `dirty_writeback_centisecs`, all the dirty pages counted at its start,
+    /// if the inode has been dirty for `dirty_expire_centisecs`), then background
+    /// writeback (`wb_check_background_flush`: while more than
+    /// `dirty_background_ratio` of memory is dirty). Each is `wb_writeback`: chunks
+    /// of `writeback_chunk_size` pages, each one `WB_SYNC_NONE` `do_writepages`
+    /// pass ([`NoSyncWalk`]), async writes (no `REQ_SYNC`) from the kworker under
+    /// a plug, ending when a pass writes nothing (every dirty page already under
+    /// writeback: the kernel then sleeps on the inode's writeback and tries
+    /// again). After the round, the periodic wake-up is armed again while the
+    /// inode is dirty.
+    fn run_flusher(&mut self, now: Ns) {
+        if self.jobs_left == 0 || self.flusher.tag_wait.is_some() {
+            return;
+        }
+        self.flusher.bw.update(now.0, self.cache.pages_written());
+        let l = self.vm.limits();
+        let interval = self.vm.interval_ns();
+        let mut plugged = false;
+        loop {
+            if self.flusher.work.is_none() {
+                let f = &mut self.flusher;
+                if !f.did_kupdate && interval > 0 && now.0 >= f.last_old_flush.0 + interval {
+                    f.did_kupdate = true;
+                    f.last_old_flush = now;
+                    let n = self.cache.nr_dirty() as u64;
+                    if n > 0 {
+                        f.work = Some(FlushWork {
+                            kupdate: true,
+                            nr_pages: n,
+                            picked: false,
+                            pass: None,
+                        });
+                    }
+                    continue;
+                }
+                if !f.did_background && self.cache.nr_dirty() as u64 > l.bg_thresh {
+                    f.did_background = true;
+                    f.work = Some(FlushWork {
+                        kupdate: false,
+                        nr_pages: u64::MAX,
+                        picked: true,
+                        pass: None,
+                    });
+                    continue;
+                }
+                break;
+            }
+            let chunk = self.write_chunk();
+            let expired_cutoff = now.0.saturating_sub(self.vm.expire_ns());
+            let Some(w) = self.flusher.work.as_mut() else {
+                break;
+            };
+            if w.pass.is_none() {
+                let stop = w.nr_pages == 0
+                    || (!w.kupdate && self.cache.nr_dirty() as u64 <= l.bg_thresh)
+                    || (!w.picked && !self.cache.inode_dirtied_before(expired_cutoff));
+                if stop {
+                    self.flusher.work = None;
+                    continue;
+                }
+                w.picked = true;
+                w.pass = Some(NoSyncWalk::new(&self.cache, chunk.min(w.nr_pages)));
+            }
+            let pass = w.pass.as_mut().expect("pass");
+            match pass.next(&mut self.cache) {
+                Some(p) => {
+                    w.nr_pages -= 1;
+                    if !plugged {
+                        self.queue.start_plug();
+                        plugged = true;
+                    }
+                    let bio = Bio {
+                        op: Op::Write,
+                        flags: ReqFlags::default(),
+                        sector: Sector::from_bytes(p * PAGE_SIZE),
+                        nr_sectors: (PAGE_SIZE / Sector::SIZE) as u32,
+                        ioprio: Default::default(),
+                        pid: FLUSHER_PID,
+                        cpu: 0,
+                        cgroup: Default::default(),
+                        owner: WB_OWNER | p,
+                    };
+                    if let Submitted::Sleeping = self.queue.submit_bio(now, bio) {
+                        // Asleep in blk_mq_get_tag (its plug was flushed on the
+                        // way; the one plug of the queue model is released).
+                        let dev: &mut dyn Driver = self.device.as_mut();
+                        self.queue.finish_plug(now, Some(dev));
+                        self.flusher.tag_wait = Some(bio.owner);
+                        self.tag_sleepers.push(Walker::Flusher);
+                        return;
+                    }
+                }
+                None => {
+                    let written = pass.written();
+                    w.pass = None;
+                    if written == 0 {
+                        self.flusher.work = None;
+                    }
+                    self.cache.inode_written();
+                    if plugged {
+                        let dev: &mut dyn Driver = self.device.as_mut();
+                        self.queue.finish_plug(now, Some(dev));
+                        plugged = false;
+                    }
+                }
+            }
+        }
+        if plugged {
+            let dev: &mut dyn Driver = self.device.as_mut();
+            self.queue.finish_plug(now, Some(dev));
+        }
+        if self.cache.inode_dirty() {
+            self.arm_flusher(now);
+        }
+    }
+
+    /// Wake the walks whose bio has got its scheduler tag.
+    fn wake_tag_sleepers(&mut self, now: Ns, obs: &mut dyn IoObserver) {
+        let sleepers = std::mem::take(&mut self.tag_sleepers);
+        let mut still = Vec::new();
+        let mut woken = Vec::new();
+        for w in sleepers {
+            let owner = match w {
+                Walker::Flusher => self.flusher.tag_wait,
+                Walker::Job(j) => self.syncs[j].as_ref().and_then(|s| s.tag_wait),
+            };
+            match owner {
+                Some(o) if self.queue.waiting_for_tag(o) => still.push(w),
+                _ => woken.push(w),
+            }
+        }
+        self.tag_sleepers = still;
+        for w in woken {
+            match w {
+                Walker::Flusher => {
+                    self.flusher.tag_wait = None;
+                    self.run_flusher(now);
+                }
+                Walker::Job(j) => {
+                    if let Some(s) = self.syncs[j].as_mut() {
+                        s.tag_wait = None;
+                    }
+                    self.advance_sync(j, now, obs);
+                }
+            }
+        }
     }
 
     /// Issue the job's fsync once the I/Os before it are submitted; the job blocks
@@ -584,6 +950,7 @@ impl Simulation {
             self.syncs[j] = Some(PendingSync {
                 walk,
                 then: AfterSync::Flush(bio),
+                tag_wait: None,
             });
             self.advance_sync(j, now, obs);
         }
@@ -594,14 +961,16 @@ impl Simulation {
     /// one bio per page (`block_write_full_folio`: one buffer head per page), with
     /// `REQ_SYNC` (`wbc_to_write_flags` for `WB_SYNC_ALL`), from the job's task
     /// (its CPU, ioprio and cgroup); adjacent pages merge in the plug. Sleeping
-    /// flushes the plug (`schedule`). When a bio has to wait for a scheduler tag,
-    /// the walk goes on (the later bios queue behind it in order) where the
-    /// kernel's task would sleep: pages it would write after waking do not merge
-    /// into one another.
+    /// flushes the plug (`schedule`), whether on a page's writeback or on a
+    /// scheduler tag for a bio (the walk goes on once the bio has its tag).
     fn advance_sync(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         let Some(mut ps) = self.syncs[j].take() else {
             return;
         };
+        if ps.tag_wait.is_some() {
+            self.syncs[j] = Some(ps);
+            return;
+        }
         let mut plugged = false;
         loop {
             match ps.walk.next(&mut self.cache) {
@@ -622,7 +991,14 @@ impl Simulation {
                         cgroup: cfg.cgroup,
                         owner: WB_OWNER | p,
                     };
-                    self.queue.submit_bio(now, bio);
+                    if let Submitted::Sleeping = self.queue.submit_bio(now, bio) {
+                        let dev: &mut dyn Driver = self.device.as_mut();
+                        self.queue.finish_plug(now, Some(dev));
+                        ps.tag_wait = Some(bio.owner);
+                        self.syncs[j] = Some(ps);
+                        self.tag_sleepers.push(Walker::Job(j));
+                        return;
+                    }
                 }
                 step => {
                     if plugged {
@@ -705,6 +1081,7 @@ impl Simulation {
             return;
         }
         job.finished = true;
+        self.jobs_left -= 1;
         let end = job
             .end
             .max(if job.cfg.runtime.is_some() && job.cfg.time_based {

@@ -231,3 +231,82 @@ fn invalidate_writes_back_what_an_earlier_group_left() {
         }
     }
 }
+
+/// The periodic flush (`wb_workfn` every `dirty_writeback_centisecs`): pages left
+/// dirty are written once the inode has been dirty for `dirty_expire_centisecs`
+/// (30 s). The inode is dirtied at 2.5 µs, so the flusher wakes at 5 s + 2.5 µs
+/// and every 5 s after; the wake at 30 s + 2.5 µs finds it expired and writes the
+/// 8 pages, merged into one request. A second job starting at 40 s keeps the run
+/// going; its own page is left dirty at the end (fio exits without syncing).
+#[test]
+fn periodic_flush_writes_expired_pages() {
+    let a = writer(0, 0, 8, 0, 1_500);
+    let mut b = writer(1, 1000, 1, 0, 1_500);
+    b.start_delay = 40_000_000_000;
+    b.invalidate = false;
+    let (s, c) = run(vec![a, b], ideal());
+    assert_eq!(s.disk.ios, [0, 1]);
+    assert_eq!(s.disk.merges, [0, 7]);
+    assert_eq!(s.disk.sectors, [0, 64]);
+    // 32 KiB at 2 GB/s after 100 µs: done at 30.000118884 s, long before b.
+    assert_eq!(c.finished[1], (1, Ns(40_000_000_000 + 2_500)));
+    assert_eq!(s.end, Ns(40_000_002_500));
+}
+
+/// `vm.dirty_writeback_centisecs=0` disables the periodic flush: nothing is
+/// written.
+#[test]
+fn no_periodic_flush_when_disabled() {
+    let a = writer(0, 0, 8, 0, 1_500);
+    let mut b = writer(1, 1000, 1, 0, 1_500);
+    b.start_delay = 40_000_000_000;
+    b.invalidate = false;
+    let cfg = SimConfig {
+        scheduler: "none".into(),
+        vm: sim::pagecache::VmConfig {
+            dirty_writeback_centisecs: 0,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let sim = Simulation::new(&cfg, ideal(), vec![a, b]).unwrap();
+    let s = sim.run(&mut Count::default());
+    assert_eq!(s.disk.ios, [0, 0]);
+}
+
+/// Background writeback and dirty throttling: 64 MiB of memory (limits: 1638
+/// pages in the background, 3276 pages dirty), a 100 MB/s disk, one job writing
+/// 64 MiB (16 384 pages) without fsync. Unthrottled the copies would take 41 ms;
+/// the writer is held to the disk's pace once past the free-run ceiling, so the
+/// run takes about as long as writing all but the limit's worth of pages at
+/// 100 MB/s ((16 384 − 3276) / 25 600 pages/s = 0.51 s), and everything but
+/// those is written back.
+#[test]
+fn background_writeback_and_throttling_hold_the_writer_to_the_disk() {
+    let dev = Box::new(Ideal::new(
+        "slow",
+        IdealParams {
+            bandwidth: 100 << 20,
+            nr_hw_queues: 1,
+            ..Default::default()
+        },
+    ));
+    let cfg = SimConfig {
+        scheduler: "none".into(),
+        vm: sim::pagecache::VmConfig {
+            mem_mb: 64,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let sim = Simulation::new(&cfg, dev, vec![writer(0, 0, 16_384, 0, 1_500)]).unwrap();
+    let mut c = Count::default();
+    let s = sim.run(&mut c);
+    assert_eq!(c.writes, 16_384);
+    let end = c.finished[0].1 .0;
+    assert!(end > 400_000_000 && end < 700_000_000, "{end}");
+    assert!(s.disk.sectors[1] >= (16_384 - 3_276) * 8, "{:?}", s.disk);
+    // Some writes waited in balance_dirty_pages (up to MAX_PAUSE).
+    let max = *c.lat.iter().max().unwrap();
+    assert!(max > 1_000_000 && max <= 200_000_000 + 2_500, "{max}");
+}
