@@ -231,7 +231,11 @@ fn impossible_values() {
             "iodepth",
         ),
         ("rw.fio", "[j]\ndirect=1\nrw=sideways\n", "sideways"),
-        ("buffered.fio", "[j]\nrw=read\n", "buffered reads"),
+        (
+            "bufsync.fio",
+            "[j]\nrw=write\nsync=1\n",
+            "sync with buffered I/O",
+        ),
         (
             "mixeddirect.fio",
             "[global]\nrw=write\nsize=1m\n[a]\ndirect=1\n[b]\n",

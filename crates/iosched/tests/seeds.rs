@@ -196,6 +196,7 @@ fn seed2_flush_at_head_merges_more_flushes() {
         fua_writes: false,
         buffered: false,
         invalidate: false,
+        fadvise: sim::pagecache::Advice::Normal,
         submit_cost_ns: 1500,
         thinktime: None,
         rate: None,

@@ -131,6 +131,7 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             fua_writes: false,
             buffered: false,
             invalidate: false,
+            fadvise: crate::pagecache::Advice::Normal,
             submit_cost_ns: 0,
             thinktime: None,
             rate: None,

@@ -82,6 +82,9 @@ pub struct JobConfig {
     /// Drop the device's page cache when the job starts (fio `invalidate`,
     /// buffered jobs only).
     pub invalidate: bool,
+    /// What fio advised the kernel about the file (`fadvise_hint`; buffered
+    /// reads only).
+    pub fadvise: crate::pagecache::Advice,
     /// CPU time the job's thread spends to prepare and submit one I/O (the system
     /// call and the block layer's submission path), ns. I/Os enter the block layer
     /// this long after the thread starts on them, one after another, and fio reports

@@ -41,6 +41,14 @@
 //! simulated memory; [`VmConfig::limits`] is `domain_dirty_limits`,
 //! [`pos_ratio`] the dirty throttling's control line and [`WriteBandwidth`] the
 //! flusher's bandwidth estimate (`wb_update_write_bandwidth`).
+//!
+//! Reads: the cache also holds clean pages (read, or written and written back),
+//! each uptodate or still being read (locked), some carrying the readahead marker
+//! (`PG_readahead`), on one LRU list bounded by the simulated memory.
+//! [`RaState`] is one open file's readahead state (`struct file_ra_state`) with
+//! mm/readahead.c's on-demand algorithm: `page_cache_sync_ra` on a miss,
+//! `page_cache_async_ra` on a marked page, `force_page_cache_ra` for a file
+//! advised `POSIX_FADV_RANDOM`.
 
 use std::collections::BTreeSet;
 
@@ -205,10 +213,30 @@ impl WriteBandwidth {
     }
 }
 
+/// A page present in the cache.
+#[derive(Clone, Copy, Debug)]
+struct Present {
+    /// `PG_uptodate`: its data is there (not still being read).
+    uptodate: bool,
+    /// `PG_readahead`: reading it starts the next readahead window.
+    readahead: bool,
+    /// Its place on the LRU list.
+    stamp: u64,
+}
+
 /// The page cache of the device's inode: its pages' marks, and the inode's
 /// writeback state.
 #[derive(Clone, Debug, Default)]
 pub struct PageCache {
+    /// Pages in memory, by index.
+    present: std::collections::BTreeMap<u64, Present>,
+    /// The LRU list: stamp → page, oldest first.
+    lru: std::collections::BTreeMap<u64, u64>,
+    next_stamp: u64,
+    /// Most pages the cache may hold (the simulated memory); 0 = no limit.
+    limit: u64,
+    /// Pages of the device (reads stop at its end).
+    dev_pages: u64,
     dirty: BTreeSet<u64>,
     towrite: BTreeSet<u64>,
     writeback: BTreeSet<u64>,
@@ -229,13 +257,167 @@ impl PageCache {
         PageCache::default()
     }
 
+    /// An empty cache of at most `limit` pages (0: unbounded) for a device of
+    /// `dev_pages` pages.
+    pub fn with_limits(limit: u64, dev_pages: u64) -> PageCache {
+        PageCache {
+            limit,
+            dev_pages,
+            ..Default::default()
+        }
+    }
+
+    /// Pages in memory.
+    pub fn nr_present(&self) -> usize {
+        self.present.len()
+    }
+
+    /// Whether page `p` is in memory (uptodate or being read).
+    pub fn is_present(&self, p: u64) -> bool {
+        self.present.contains_key(&p)
+    }
+
+    /// Whether page `p` is in memory with its data.
+    pub fn is_uptodate(&self, p: u64) -> bool {
+        self.present.get(&p).is_some_and(|x| x.uptodate)
+    }
+
+    /// Whether page `p` carries the readahead marker.
+    pub fn has_readahead_mark(&self, p: u64) -> bool {
+        self.present.get(&p).is_some_and(|x| x.readahead)
+    }
+
+    /// `folio_clear_readahead`.
+    pub fn clear_readahead_mark(&mut self, p: u64) {
+        if let Some(x) = self.present.get_mut(&p) {
+            x.readahead = false;
+        }
+    }
+
+    /// `folio_mark_accessed`, simplified to a move to the LRU's young end.
+    pub fn touch(&mut self, p: u64) {
+        let stamp = self.next_stamp;
+        if let Some(x) = self.present.get_mut(&p) {
+            self.lru.remove(&x.stamp);
+            x.stamp = stamp;
+            self.lru.insert(stamp, p);
+            self.next_stamp += 1;
+        }
+    }
+
+    /// Put page `p` in the cache (`filemap_add_folio`): uptodate (written
+    /// whole) or locked for a read, with the readahead marker if asked.
+    fn insert(&mut self, p: u64, uptodate: bool, readahead: bool) {
+        let stamp = self.next_stamp;
+        self.next_stamp += 1;
+        if let Some(old) = self.present.insert(
+            p,
+            Present {
+                uptodate,
+                readahead,
+                stamp,
+            },
+        ) {
+            self.lru.remove(&old.stamp);
+        }
+        self.lru.insert(stamp, p);
+    }
+
+    /// A read of page `p` completed (`folio_end_read`): its data is there.
+    pub fn end_read(&mut self, p: u64) {
+        if let Some(x) = self.present.get_mut(&p) {
+            x.uptodate = true;
+        }
+        self.shrink();
+    }
+
+    /// Reclaim, simplified to one LRU list: while the cache holds more pages
+    /// than the memory, drop the oldest clean, uptodate pages not under
+    /// writeback (dirty ones wait for writeback; the kernel's active/inactive
+    /// lists and their aging are not modelled).
+    fn shrink(&mut self) {
+        if self.limit == 0 || (self.present.len() as u64) <= self.limit {
+            return;
+        }
+        let mut excess = self.present.len() as u64 - self.limit;
+        let victims: Vec<(u64, u64)> = self
+            .lru
+            .iter()
+            .filter(|(_, p)| {
+                !self.dirty.contains(p)
+                    && !self.writeback.contains(p)
+                    && self.present.get(p).is_some_and(|x| x.uptodate)
+            })
+            .take(excess as usize)
+            .map(|(s, p)| (*s, *p))
+            .collect();
+        for (stamp, p) in victims {
+            self.lru.remove(&stamp);
+            self.present.remove(&p);
+            excess -= 1;
+        }
+        let _ = excess;
+    }
+
+    /// `invalidate_bdev` → `invalidate_mapping_pages`: drop every clean,
+    /// uptodate page not under writeback.
+    pub fn drop_clean(&mut self) {
+        let keep: Vec<u64> = self
+            .present
+            .iter()
+            .filter(|(p, x)| !x.uptodate || self.dirty.contains(p) || self.writeback.contains(p))
+            .map(|(p, _)| *p)
+            .collect();
+        let old = std::mem::take(&mut self.present);
+        self.lru.clear();
+        for p in keep {
+            let x = old[&p];
+            self.present.insert(p, x);
+            self.lru.insert(x.stamp, p);
+        }
+    }
+
+    /// `page_cache_ra_unbounded`: put the pages `index..index + nr` not in the
+    /// cache yet in it, locked for reading, the one `lookahead` pages before the
+    /// end marked for readahead; nothing at or past the device's end. Returns the
+    /// runs of new pages `(first, count)` to read, in order.
+    pub fn add_for_read(&mut self, index: u64, nr: u64, lookahead: u64) -> Vec<(u64, u64)> {
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        let nr = if self.dev_pages > 0 {
+            nr.min(self.dev_pages.saturating_sub(index))
+        } else {
+            nr
+        };
+        for i in 0..nr {
+            let p = index + i;
+            if self.present.contains_key(&p) {
+                continue;
+            }
+            let mark = lookahead > 0 && i == nr - lookahead;
+            self.insert(p, false, mark);
+            match runs.last_mut() {
+                Some((first, n)) if *first + *n == p => *n += 1,
+                _ => runs.push((p, 1)),
+            }
+        }
+        runs
+    }
+
     /// Pages `first..first + n` were written at `now` (`block_write_end` →
     /// `mark_buffer_dirty` → `__folio_mark_dirty`): they are dirty, whether or not
     /// under writeback. Returns whether the inode became dirty
     /// (`__mark_inode_dirty`: its `dirtied_when` is now, and the flusher's
     /// periodic wake-up is armed).
     pub fn mark_dirty(&mut self, first: u64, n: u64, now: u64) -> bool {
+        for p in first..first + n {
+            if self.is_uptodate(p) {
+                self.touch(p);
+            } else {
+                self.insert(p, true, false);
+            }
+        }
         self.dirty.extend(first..first + n);
+        self.shrink();
         if self.dirtied_when.is_none() {
             self.dirtied_when = Some(now);
             return true;
@@ -309,6 +491,7 @@ impl PageCache {
         if self.writeback.remove(&p) {
             self.written += 1;
         }
+        self.shrink();
     }
 }
 
@@ -419,6 +602,193 @@ impl SyncWalk {
                 }
             }
         }
+    }
+}
+
+/// `BIO_MAX_VECS`: most pages `mpage_readahead` puts in one bio.
+pub const BIO_MAX_PAGES: u64 = 256;
+
+/// How fio advised the kernel about a job's file (`fadvise_hint`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Advice {
+    /// No advice (`fadvise_hint=0`).
+    Normal,
+    /// `POSIX_FADV_SEQUENTIAL`: the file's readahead window is doubled.
+    Sequential,
+    /// `POSIX_FADV_RANDOM` (`FMODE_RANDOM`): no readahead, reads read what is
+    /// asked.
+    Random,
+}
+
+/// One open file's readahead state (`struct file_ra_state`).
+#[derive(Clone, Debug)]
+pub struct RaState {
+    /// `ra->start`, `ra->size`, `ra->async_size`, in pages.
+    pub start: u64,
+    /// Size of the current window.
+    pub size: u64,
+    /// Pages of the window still ahead when its marker is hit.
+    pub async_size: u64,
+    /// `ra->ra_pages`: the window's maximum.
+    pub ra_pages: u64,
+    /// `bdi->io_pages`: the device's largest request, in pages.
+    pub io_pages: u64,
+    /// `ra->prev_pos`, bytes; `None` before the first read (-1).
+    pub prev_pos: Option<u64>,
+    /// `FMODE_RANDOM`.
+    pub random: bool,
+}
+
+/// `get_init_ra_size`: the first window for a read of `size` pages.
+fn init_ra_size(size: u64, max: u64) -> u64 {
+    let n = size.next_power_of_two();
+    if n <= max / 32 {
+        n * 4
+    } else if n <= max / 4 {
+        n * 2
+    } else {
+        max
+    }
+}
+
+/// `get_next_ra_size`: the window after one of `cur` pages.
+fn next_ra_size(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 {
+        4 * cur
+    } else if cur <= max / 2 {
+        2 * cur
+    } else {
+        max
+    }
+}
+
+impl RaState {
+    /// `file_ra_state_init` for a device with `read_ahead_kb` and `max_sectors`
+    /// (512-byte sectors), then fio's `posix_fadvise`.
+    pub fn new(read_ahead_kb: u64, max_sectors: u64, advice: Advice) -> RaState {
+        let bdi_ra = read_ahead_kb * 1024 / PAGE_SIZE;
+        RaState {
+            start: 0,
+            size: 0,
+            async_size: 0,
+            ra_pages: if advice == Advice::Sequential {
+                bdi_ra * 2
+            } else {
+                bdi_ra
+            },
+            io_pages: max_sectors * 512 / PAGE_SIZE,
+            prev_pos: None,
+            random: advice == Advice::Random,
+        }
+    }
+
+    /// `ractl_max_pages`.
+    fn max_pages(&self, req_count: u64) -> u64 {
+        if req_count > self.ra_pages && self.io_pages > self.ra_pages {
+            req_count.min(self.io_pages)
+        } else {
+            self.ra_pages
+        }
+    }
+
+    /// `page_cache_sync_ra`: page `index` of a read of `req_count` pages is not
+    /// in the cache. Adds the pages to read and returns their runs.
+    pub fn sync_ra(
+        &mut self,
+        cache: &mut PageCache,
+        index: u64,
+        req_count: u64,
+    ) -> Vec<(u64, u64)> {
+        let mut req_count = req_count;
+        let mut forced = self.random;
+        if self.ra_pages == 0 {
+            req_count = 1;
+            forced = true;
+        }
+        if forced {
+            // force_page_cache_ra: what is asked, up to max(io_pages, ra_pages),
+            // in 2 MiB chunks, no marker.
+            let n = req_count.min(self.io_pages.max(self.ra_pages)).max(1);
+            return cache.add_for_read(index, n, 0);
+        }
+        let max = self.max_pages(req_count);
+        let prev_index = self.prev_pos.map(|p| p / PAGE_SIZE);
+        let sequential = prev_index.is_some_and(|pi| index.wrapping_sub(pi) <= 1);
+        if index == 0 || req_count > max || sequential {
+            self.start = index;
+            self.size = init_ra_size(req_count, max);
+            self.async_size = if self.size > req_count {
+                self.size - req_count
+            } else {
+                self.size
+            };
+        } else {
+            // page_cache_prev_miss: how far back the cache holds a contiguous
+            // history of this stream.
+            let mut miss = None;
+            for k in 1..=max {
+                let Some(p) = index.checked_sub(k) else {
+                    break;
+                };
+                if !cache.is_present(p) {
+                    miss = Some(p);
+                    break;
+                }
+            }
+            let mut contig = match miss {
+                Some(m) => index - m - 1,
+                None => index.min(max),
+            };
+            if contig <= req_count {
+                // A small random read: read as is, leave the state alone.
+                return cache.add_for_read(index, req_count, 0);
+            }
+            if miss.is_none() && index <= max {
+                contig *= 2; // cached from the start of the file
+            }
+            self.start = index;
+            self.size = (contig + req_count).min(max);
+            self.async_size = 1;
+        }
+        cache.add_for_read(self.start, self.size, self.async_size)
+    }
+
+    /// `page_cache_async_ra`: the read of `req_count` pages found the readahead
+    /// marker on page `index` (uptodate or not). Clears it, moves the window on
+    /// and returns the runs to read.
+    pub fn async_ra(
+        &mut self,
+        cache: &mut PageCache,
+        index: u64,
+        req_count: u64,
+    ) -> Vec<(u64, u64)> {
+        if self.ra_pages == 0 || cache.is_writeback(index) {
+            return Vec::new();
+        }
+        cache.clear_readahead_mark(index);
+        let max = self.max_pages(req_count);
+        let expected = self.start + self.size - self.async_size;
+        if index == expected {
+            self.start += self.size;
+            self.size = next_ra_size(self.size, max);
+            self.async_size = self.size;
+        } else {
+            // A marker without valid state (interleaved streams): ask the cache.
+            let mut start = None;
+            for p in index + 1..=index + max {
+                if !cache.is_present(p) {
+                    start = Some(p);
+                    break;
+                }
+            }
+            let Some(start) = start else {
+                return Vec::new();
+            };
+            self.start = start;
+            self.size = next_ra_size(start - index + req_count, max);
+            self.async_size = self.size;
+        }
+        cache.add_for_read(self.start, self.size, self.async_size)
     }
 }
 
@@ -643,5 +1013,77 @@ mod tests {
         assert_eq!(bw.pages_per_s, (25_600 * 14 + 5_000) / 15);
         bw.update(BANDWIDTH_INTERVAL_NS + 1, 2000); // too soon: unchanged
         assert_eq!(bw.pages_per_s, (25_600 * 14 + 5_000) / 15);
+    }
+
+    /// Pages read by a sequential stream of one-page reads over `n` pages,
+    /// as the windows' runs in order (reads complete at once).
+    fn stream(ra: &mut RaState, c: &mut PageCache, n: u64) -> Vec<(u64, u64)> {
+        let mut all = Vec::new();
+        for p in 0..n {
+            let runs = if !c.is_present(p) {
+                ra.sync_ra(c, p, 1)
+            } else if c.has_readahead_mark(p) {
+                ra.async_ra(c, p, 1)
+            } else {
+                Vec::new()
+            };
+            for &(f, k) in &runs {
+                for q in f..f + k {
+                    c.end_read(q);
+                }
+            }
+            all.extend(runs);
+            ra.prev_pos = Some((p + 1) * PAGE_SIZE);
+        }
+        all
+    }
+
+    #[test]
+    fn sequential_windows_grow_to_read_ahead_kb() {
+        // read_ahead_kb=128 (32 pages), no advice: 4, 8, 16, 32, 32, ... pages,
+        // each window started when its predecessor's first page (the marker) is
+        // read, the first when page 1 is.
+        let mut c = PageCache::with_limits(0, 1 << 20);
+        let mut ra = RaState::new(128, 2560, Advice::Normal);
+        let runs = stream(&mut ra, &mut c, 256);
+        let sizes: Vec<u64> = runs.iter().map(|r| r.1).collect();
+        assert_eq!(sizes, vec![4, 8, 16, 32, 32, 32, 32, 32, 32, 32, 32, 32]);
+        assert_eq!(runs[0], (0, 4));
+        assert_eq!(runs.last(), Some(&(284, 32)));
+        assert_eq!(runs[3], (28, 32));
+        // POSIX_FADV_SEQUENTIAL (fio's default for sequential jobs): twice the
+        // window.
+        let mut c = PageCache::with_limits(0, 1 << 20);
+        let mut ra = RaState::new(128, 2560, Advice::Sequential);
+        let sizes: Vec<u64> = stream(&mut ra, &mut c, 256).iter().map(|r| r.1).collect();
+        assert_eq!(sizes, vec![4, 8, 16, 32, 64, 64, 64, 64, 64]);
+    }
+
+    #[test]
+    fn random_reads_read_what_is_asked() {
+        let mut c = PageCache::with_limits(0, 1 << 20);
+        let mut ra = RaState::new(128, 2560, Advice::Random);
+        assert_eq!(ra.sync_ra(&mut c, 1000, 2), vec![(1000, 2)]);
+        assert!(!c.has_readahead_mark(1000) && !c.has_readahead_mark(1001));
+        // Without the advice, a read far from the previous one and with no
+        // cached history is read as is too.
+        let mut ra = RaState::new(128, 2560, Advice::Normal);
+        ra.prev_pos = Some(5 * PAGE_SIZE);
+        assert_eq!(ra.sync_ra(&mut c, 500, 1), vec![(500, 1)]);
+    }
+
+    #[test]
+    fn lru_keeps_the_cache_within_memory() {
+        let mut c = PageCache::with_limits(4, 1 << 20);
+        for p in 0..4 {
+            c.add_for_read(p, 1, 0);
+            c.end_read(p);
+        }
+        c.touch(0);
+        c.mark_dirty(10, 1, 0); // a fifth page: the oldest clean one (1) goes
+        assert_eq!(c.nr_present(), 4);
+        assert!(!c.is_present(1) && c.is_present(0) && c.is_present(10));
+        c.drop_clean();
+        assert_eq!(c.nr_present(), 1);
     }
 }

@@ -7,6 +7,7 @@
 use crate::fio::{FioInput, JobSpec, SizeSpec};
 use crate::iolog::{log_file_name, IoLog, LogError, LogFiles, LogKind, LogParams, LogTarget};
 use crate::job::{IoDone, JobConfig, RwMode};
+use crate::pagecache::Advice;
 use crate::report::{DiskUtil, JobResult, RunReport};
 use crate::simulate::{IoObserver, SimConfig, SimError, Simulation};
 use crate::stats::{self, JobLogs, JobRecorder, JobStats, RecorderConfig};
@@ -302,6 +303,24 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 format!("size={size} is smaller than the block size {min_bs}"),
             ));
         }
+        if !spec.direct {
+            let max_bs = spec.bs_dist[..2]
+                .iter()
+                .zip([spec.bs.read, spec.bs.write])
+                .map(|(d, bs)| d.as_ref().map_or(bs, |d| d.max()))
+                .max()
+                .unwrap_or(0);
+            if max_bs * 4 > sim.vm.mem_mb << 20 {
+                return Err(job_err(
+                    spec,
+                    format!(
+                        "block size {max_bs} is more than a quarter of the simulated memory \
+                         (vm.mem_mb={}); the page cache could not hold a buffered I/O",
+                        sim.vm.mem_mb
+                    ),
+                ));
+            }
+        }
         let cgroup = match &spec.cgroup {
             None => CgroupId(0),
             Some(c) => cgroups.intern(c),
@@ -468,6 +487,14 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 fua_writes: spec.sync,
                 buffered: !spec.direct,
                 invalidate: spec.invalidate,
+                // fio's td_io_open_file: posix_fadvise on the job's region.
+                fadvise: match spec.fadvise_hint.as_str() {
+                    "0" => Advice::Normal,
+                    "random" => Advice::Random,
+                    "sequential" => Advice::Sequential,
+                    _ if spec.rw.is_random() => Advice::Random,
+                    _ => Advice::Sequential,
+                },
                 submit_cost_ns: opts
                     .submit_ns
                     .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
@@ -545,7 +572,7 @@ fn apply_vm_setting(sim: &mut SimConfig, name: &str, value: &str) -> Result<(), 
 
 /// Block-layer settings `--set blk.NAME=VALUE` knows, for error messages.
 pub const BLK_SETTINGS: &str =
-    "nr_requests, nomerges, max_sectors_kb, flush_insert, nr_sched_batch";
+    "nr_requests, nomerges, max_sectors_kb, flush_insert, nr_sched_batch, read_ahead_kb";
 
 /// Apply one `--set blk.NAME=VALUE`, validated as the kernel's sysfs store
 /// functions validate it.
@@ -588,6 +615,10 @@ fn apply_blk_setting(
         "flush_insert" => {
             sim.flush_insert = blk::mq::FlushInsert::from_name(value)
                 .ok_or_else(|| err("expected 'head' (mainline) or 'tail' (v5.6-rc regression)"))?;
+        }
+        "read_ahead_kb" => {
+            // queue_ra_store: any value; the bdi's ra_pages.
+            sim.read_ahead_kb = uint()?;
         }
         "nr_sched_batch" => {
             let v = uint()?;
@@ -873,7 +904,7 @@ pub fn run(
         .ignored
         .iter()
         .map(String::as_str)
-        .filter(|o| !(buffered && *o == "invalidate"))
+        .filter(|o| !(buffered && (*o == "invalidate" || *o == "fadvise_hint")))
         .collect();
     if !ignored.is_empty() {
         report.header.push(format!(

@@ -7,8 +7,8 @@
 use crate::engine::EventQueue;
 use crate::job::{split_owner, IoDone, Job, JobConfig};
 use crate::pagecache::{
-    dirty_poll_interval, pos_ratio, NoSyncWalk, PageCache, SyncWalk, VmConfig, WalkStep,
-    WriteBandwidth, PAGE_SIZE,
+    dirty_poll_interval, pos_ratio, NoSyncWalk, PageCache, RaState, SyncWalk, VmConfig, WalkStep,
+    WriteBandwidth, BIO_MAX_PAGES, PAGE_SIZE,
 };
 use blk::elevator::{self, Elevator, QueueParams, TunableError};
 use blk::mq::{DiskStats, Driver, FlushInsert, Queue, QueueConfig, Submitted};
@@ -136,6 +136,17 @@ impl Default for Dirtier {
 
 /// Owner tokens of writeback bios: this bit and the page index.
 const WB_OWNER: u64 = 1 << 63;
+/// Owner tokens of read bios of the page cache: this bit and the first page.
+const RA_OWNER: u64 = 1 << 62;
+
+/// A job inside a buffered `read()` (`filemap_read`): pages `next..end` still to
+/// be found uptodate.
+#[derive(Clone, Copy, Debug)]
+struct PendingRead {
+    unit: u32,
+    next: u64,
+    end: u64,
+}
 
 /// What a job does once its write-and-wait of the page cache is over.
 #[derive(Debug)]
@@ -181,6 +192,8 @@ pub struct SimConfig {
     pub cgroups: blk::CgroupTable,
     /// The page cache's settings: vm sysctls, memory, copy cost.
     pub vm: VmConfig,
+    /// `queue/read_ahead_kb` (default 128: `VM_READAHEAD_PAGES`).
+    pub read_ahead_kb: u32,
 }
 
 impl Default for SimConfig {
@@ -197,6 +210,7 @@ impl Default for SimConfig {
             nr_sched_batch: None,
             cgroups: blk::CgroupTable::new(),
             vm: VmConfig::default(),
+            read_ahead_kb: 128,
         }
     }
 }
@@ -256,6 +270,14 @@ pub struct Simulation {
     jobs_left: usize,
     /// Time of the last event that did something (the run's end).
     last_event: Ns,
+    /// Per job: its file's readahead state.
+    ras: Vec<RaState>,
+    /// Per job: its buffered read in progress.
+    reads: Vec<Option<PendingRead>>,
+    /// Jobs waiting for a page being read, by page.
+    page_readers: BTreeMap<u64, Vec<usize>>,
+    /// Read bios in flight: first page → pages.
+    read_bios: BTreeMap<u64, u64>,
 }
 
 impl Simulation {
@@ -315,8 +337,20 @@ impl Simulation {
             events.push(Ns::ZERO, Ev::GroupStart(*g));
         }
         let nr_jobs = jobs.len();
+        let max_sectors = queue.config().limits.max_sectors as u64;
+        let ras = jobs
+            .iter()
+            .map(|j| RaState::new(cfg.read_ahead_kb as u64, max_sectors, j.fadvise))
+            .collect();
         Ok(Simulation {
-            cache: PageCache::new(),
+            cache: PageCache::with_limits(
+                cfg.vm.mem_mb * (1 << 20) / PAGE_SIZE,
+                info.capacity_sectors * 512 / PAGE_SIZE,
+            ),
+            ras,
+            reads: vec![None; nr_jobs],
+            page_readers: BTreeMap::new(),
+            read_bios: BTreeMap::new(),
             syncs: (0..nr_jobs).map(|_| None).collect(),
             page_waiters: BTreeMap::new(),
             vm: cfg.vm.clone(),
@@ -501,6 +535,9 @@ impl Simulation {
     /// starts after that, as fio opens its files before the job's clock starts.
     fn start_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         let cfg = &self.jobs[j].cfg;
+        if cfg.buffered && cfg.invalidate && self.cache.is_clean() {
+            self.cache.drop_clean();
+        }
         if cfg.buffered && cfg.invalidate && !self.cache.is_clean() {
             let walk = SyncWalk::whole(&mut self.cache);
             self.syncs[j] = Some(PendingSync {
@@ -661,8 +698,17 @@ impl Simulation {
                 let unit = split_owner(bio.owner).1;
                 let io = self.jobs[j].in_flight(unit);
                 obs.io_issued(j, io);
-                let pages = io.bytes.div_ceil(PAGE_SIZE);
                 self.jobs[j].cpu_pending = true;
+                if io.dir == blk::Dir::Read {
+                    self.reads[j] = Some(PendingRead {
+                        unit,
+                        next: io.offset / PAGE_SIZE,
+                        end: (io.offset + io.bytes).div_ceil(PAGE_SIZE),
+                    });
+                    self.advance_read(j, now);
+                    return;
+                }
+                let pages = io.bytes.div_ceil(PAGE_SIZE);
                 self.events
                     .push(now.add(pages * self.vm.page_copy_ns), Ev::CopyDone(j, unit));
                 return;
@@ -677,6 +723,10 @@ impl Simulation {
     /// checks the dirty limits (`balance_dirty_pages_ratelimited`).
     fn copy_done(&mut self, j: usize, unit: u32, now: Ns, obs: &mut dyn IoObserver) {
         let io = self.jobs[j].in_flight(unit);
+        if io.dir == blk::Dir::Read {
+            self.write_returns(j, unit, now, obs);
+            return;
+        }
         let pages = io.bytes.div_ceil(PAGE_SIZE);
         if self.cache.mark_dirty(io.offset / PAGE_SIZE, pages, now.0) {
             self.arm_flusher(now);
@@ -737,6 +787,100 @@ impl Simulation {
         d.nr_dirtied_pause = ((rate * 0.01) as u64).max(1);
         self.events
             .push(now.add(pause), Ev::ThrottleDone(j, unit, exceeded));
+    }
+
+    /// Carry job `j`'s buffered read on (`filemap_read` → `filemap_get_pages`):
+    /// page by page, a page not in the cache starts synchronous readahead
+    /// (`page_cache_sync_ra`), a page with the readahead marker asynchronous
+    /// readahead (`page_cache_async_ra`), a page still being read puts the job
+    /// to sleep until it is uptodate. Once every page is there, the job copies
+    /// them out ([`VmConfig::page_copy_ns`] each; a hit costs only that) and the
+    /// call returns; `ra->prev_pos` is the read's end.
+    fn advance_read(&mut self, j: usize, now: Ns) {
+        let Some(mut r) = self.reads[j] else {
+            return;
+        };
+        while r.next < r.end {
+            let p = r.next;
+            let req = r.end - p;
+            if !self.cache.is_present(p) {
+                let mut runs = self.ras[j].sync_ra(&mut self.cache, p, req);
+                if !self.cache.is_present(p) {
+                    runs.extend(self.cache.add_for_read(p, 1, 0));
+                }
+                self.read_pages(j, now, &runs);
+                continue;
+            }
+            if self.cache.has_readahead_mark(p) {
+                let runs = self.ras[j].async_ra(&mut self.cache, p, req);
+                self.read_pages(j, now, &runs);
+            }
+            if !self.cache.is_uptodate(p) {
+                self.reads[j] = Some(r);
+                self.page_readers.entry(p).or_default().push(j);
+                return;
+            }
+            self.cache.touch(p);
+            r.next += 1;
+        }
+        self.reads[j] = None;
+        self.ras[j].prev_pos = Some(r.end * PAGE_SIZE);
+        let io = self.jobs[j].in_flight(r.unit);
+        let pages = (io.offset + io.bytes).div_ceil(PAGE_SIZE) - io.offset / PAGE_SIZE;
+        self.events.push(
+            now.add(pages * self.vm.page_copy_ns),
+            Ev::CopyDone(j, r.unit),
+        );
+    }
+
+    /// `read_pages` → `mpage_readahead`: the runs of new pages go down as read
+    /// bios of at most `BIO_MAX_VECS` pages, from job `j`'s task, under a plug.
+    fn read_pages(&mut self, j: usize, now: Ns, runs: &[(u64, u64)]) {
+        if runs.is_empty() {
+            return;
+        }
+        self.queue.start_plug();
+        for &(first, n) in runs {
+            let mut at = first;
+            while at < first + n {
+                let k = (first + n - at).min(BIO_MAX_PAGES);
+                let cfg = &self.jobs[j].cfg;
+                let bio = Bio {
+                    op: Op::Read,
+                    flags: ReqFlags::NONE,
+                    sector: Sector::from_bytes(at * PAGE_SIZE),
+                    nr_sectors: (k * PAGE_SIZE / Sector::SIZE) as u32,
+                    ioprio: cfg.ioprio,
+                    pid: cfg.pid,
+                    cpu: cfg.cpu,
+                    cgroup: cfg.cgroup,
+                    owner: RA_OWNER | at,
+                };
+                self.read_bios.insert(at, k);
+                // A bio that must wait for a tag waits in order behind the
+                // others; the job does not go on before its pages are read.
+                self.queue.submit_bio(now, bio);
+                at += k;
+            }
+        }
+        let dev: &mut dyn Driver = self.device.as_mut();
+        self.queue.finish_plug(now, Some(dev));
+    }
+
+    /// A read bio of the page cache completed: its pages are uptodate and the
+    /// jobs waiting for them go on.
+    fn read_done(&mut self, first: u64, now: Ns) {
+        let n = self.read_bios.remove(&first).unwrap_or(1);
+        let mut woken = Vec::new();
+        for p in first..first + n {
+            self.cache.end_read(p);
+            if let Some(js) = self.page_readers.remove(&p) {
+                woken.extend(js);
+            }
+        }
+        for j in woken {
+            self.advance_read(j, now);
+        }
     }
 
     /// The buffered `write()` returns.
@@ -1015,7 +1159,10 @@ impl Simulation {
                             let dev: &mut dyn Driver = self.device.as_mut();
                             self.queue.submit_bio_direct(now, bio, dev);
                         }
-                        AfterSync::Start => self.begin_job(j, now, obs),
+                        AfterSync::Start => {
+                            self.cache.drop_clean();
+                            self.begin_job(j, now, obs);
+                        }
                     }
                     return;
                 }
@@ -1041,6 +1188,10 @@ impl Simulation {
             let o = self.done_owners[i];
             if o & WB_OWNER != 0 {
                 self.writeback_done(o & !WB_OWNER, now, obs);
+                continue;
+            }
+            if o & RA_OWNER != 0 {
+                self.read_done(o & !RA_OWNER, now);
                 continue;
             }
             let (j, unit) = split_owner(o);

@@ -67,6 +67,7 @@ fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
         fua_writes: false,
         buffered: false,
         invalidate: false,
+        fadvise: sim::pagecache::Advice::Normal,
         submit_cost_ns: 0,
         thinktime: None,
         rate: None,

@@ -461,6 +461,9 @@ pub struct JobSpec {
     /// `invalidate` (default true): drop the file's page cache when the job
     /// opens it (for a block device, `BLKFLSBUF`: write back, then drop).
     pub invalidate: bool,
+    /// `fadvise_hint` (default "1": `POSIX_FADV_RANDOM` for random jobs,
+    /// `POSIX_FADV_SEQUENTIAL` otherwise; "0", "random", "sequential").
+    pub fadvise_hint: String,
     /// `sync=1|sync|dsync`: the file is opened O_SYNC/O_DSYNC, making direct
     /// writes FUA writes.
     pub sync: bool,

@@ -149,6 +149,8 @@ static OPTIONS: &[OptDef] = &[
     // Honoured for buffered jobs (the page cache is dropped at the job's
     // start); listed as ignored for direct ones, where it changes nothing.
     m("invalidate", NONE, R),
+    // As `invalidate`: acts on buffered reads, listed as ignored otherwise.
+    m("fadvise_hint", NONE, R),
     m("sync", NONE, R),
     OptDef {
         prio: 1,
@@ -191,12 +193,6 @@ static OPTIONS: &[OptDef] = &[
     ig("create_on_open", NONE, R, Bool),
     ig("unlink", NONE, R, Bool),
     ig("unlink_each_loop", NONE, R, Bool),
-    ig(
-        "fadvise_hint",
-        NONE,
-        R,
-        Check::Choice(&["0", "1", "random", "sequential", "noreuse"]),
-    ),
     ig("nice", NONE, R, Any),
     ig("uid", NONE, R, Int),
     ig("gid", NONE, R, Int),
@@ -501,6 +497,7 @@ pub(crate) struct JobState {
     end_fsync: bool,
     fsync_on_close: bool,
     invalidate: bool,
+    fadvise_hint: String,
     sync: bool,
     pub kb_base: u32,
     percentile_list: Option<Vec<f64>>,
@@ -561,6 +558,7 @@ impl Default for JobState {
             end_fsync: false,
             fsync_on_close: false,
             invalidate: true,
+            fadvise_hint: "1".into(),
             sync: false,
             kb_base: 1024,
             percentile_list: None,
@@ -618,7 +616,12 @@ impl JobState {
                 Ok(Applied {
                     ignored: matches!(
                         def.name,
-                        "thread" | "disable_lat" | "disable_clat" | "disable_slat" | "invalidate"
+                        "thread"
+                            | "disable_lat"
+                            | "disable_clat"
+                            | "disable_slat"
+                            | "invalidate"
+                            | "fadvise_hint"
                     ),
                 })
             }
@@ -788,6 +791,16 @@ impl JobState {
             "end_fsync" => self.end_fsync = parse_bool(v)?,
             "fsync_on_close" => self.fsync_on_close = parse_bool(v)?,
             "invalidate" => self.invalidate = parse_bool(v)?,
+            "fadvise_hint" => {
+                let valid = ["0", "1", "random", "sequential", "noreuse"];
+                if !valid.contains(&v) {
+                    return Err(format!(
+                        "invalid value '{v}' for fadvise_hint (valid: {})",
+                        valid.join(", ")
+                    ));
+                }
+                self.fadvise_hint = v.to_string();
+            }
             // fio: none/0 → no flag, sync/1 → O_SYNC, dsync → O_DSYNC. Both make
             // direct writes to a block device FUA writes.
             "sync" => {
@@ -886,19 +899,18 @@ impl JobState {
             .clone()
             .unwrap_or_else(|| default_name.to_string());
         if !self.direct {
-            // Buffered I/O: the page cache of the block device (crate::pagecache)
-            // models writes and fsync; reads through it are not modeled yet.
-            if !matches!(self.rw, RwMode::Write | RwMode::RandWrite) {
-                return Err(format!(
-                    "job '{name}': buffered reads (rw={}) are not modeled yet; use direct=1 \
-                     (fio defaults to buffered I/O when direct=1 is not given)",
-                    self.rw.as_str()
-                ));
-            }
+            // Buffered I/O through the block device's page cache
+            // (crate::pagecache).
             if self.sync {
                 return Err(format!(
                     "job '{name}': sync with buffered I/O (O_SYNC page-cache writes) is not \
                      modeled yet; use direct=1 or fsync=1"
+                ));
+            }
+            if self.fadvise_hint == "noreuse" {
+                return Err(format!(
+                    "job '{name}': fadvise_hint=noreuse (POSIX_FADV_NOREUSE's LRU aging) is \
+                     not modeled with buffered I/O; use 0, 1, random or sequential"
                 ));
             }
             let page = crate::pagecache::PAGE_SIZE;
@@ -906,7 +918,11 @@ impl JobState {
                 Some(t) => t.iter().map(|e| e.0).collect(),
                 None => vec![self.bs[1], self.bs_max[1]],
             };
-            if sizes.iter().any(|b| !b.is_multiple_of(page)) || !self.offset.is_multiple_of(page) {
+            let writes = !matches!(self.rw, RwMode::Read | RwMode::RandRead);
+            if writes
+                && (sizes.iter().any(|b| !b.is_multiple_of(page))
+                    || !self.offset.is_multiple_of(page))
+            {
                 return Err(format!(
                     "job '{name}': buffered writes of part of a page (bs or offset not a \
                      multiple of {page}) read the page first, which is not modeled yet; \
@@ -1042,6 +1058,7 @@ impl JobState {
             end_fsync: self.end_fsync,
             fsync_on_close: self.fsync_on_close,
             invalidate: self.invalidate,
+            fadvise_hint: self.fadvise_hint.clone(),
             sync: self.sync,
             kb_base: self.kb_base,
             percentile_list: self.percentile_list.clone(),
