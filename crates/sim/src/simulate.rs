@@ -773,7 +773,7 @@ impl Simulation {
         let writers = self
             .jobs
             .iter()
-            .filter(|x| x.cfg.buffered && x.started && !x.finished)
+            .filter(|x| x.cfg.buffered && x.cfg.rw.writes() && x.started && !x.finished)
             .count()
             .max(1);
         let rate = self.flusher.bw.pages_per_s as f64 / writers as f64 * pos_ratio(&l, dirty);
