@@ -723,28 +723,30 @@ impl RaState {
                 self.size
             };
         } else {
-            // page_cache_prev_miss: how far back the cache holds a contiguous
-            // history of this stream.
-            let mut miss = None;
+            // page_cache_prev_miss from index - 1, at most max pages back: the
+            // contiguous cached history of this stream. Reaching back past page
+            // 0 (the kernel's wrap to ULONG_MAX) means the device is cached from
+            // its start, a strong sign of a long stream: the history counts
+            // twice.
+            let mut contig = max - 1;
+            let mut from_start = false;
             for k in 1..=max {
                 let Some(p) = index.checked_sub(k) else {
+                    contig = index;
+                    from_start = true;
                     break;
                 };
                 if !cache.is_present(p) {
-                    miss = Some(p);
+                    contig = index - p - 1;
                     break;
                 }
             }
-            let mut contig = match miss {
-                Some(m) => index - m - 1,
-                None => index.min(max),
-            };
             if contig <= req_count {
                 // A small random read: read as is, leave the state alone.
                 return cache.add_for_read(index, req_count, 0);
             }
-            if miss.is_none() && index <= max {
-                contig *= 2; // cached from the start of the file
+            if from_start {
+                contig *= 2;
             }
             self.start = index;
             self.size = (contig + req_count).min(max);
@@ -1070,6 +1072,30 @@ mod tests {
         let mut ra = RaState::new(128, 2560, Advice::Normal);
         ra.prev_pos = Some(5 * PAGE_SIZE);
         assert_eq!(ra.sync_ra(&mut c, 500, 1), vec![(500, 1)]);
+    }
+
+    #[test]
+    fn a_cached_history_restarts_a_stream() {
+        // Pages 100..110 cached, the file's last read elsewhere: a read of page
+        // 110 finds 10 pages of history (page_cache_prev_miss stops at 99), so
+        // the window is 10 + 1 pages with the marker on its last page.
+        let mut c = PageCache::with_limits(0, 1 << 20);
+        c.add_for_read(100, 10, 0);
+        let mut ra = RaState::new(128, 2560, Advice::Normal);
+        ra.prev_pos = Some(5000 * PAGE_SIZE);
+        assert_eq!(ra.sync_ra(&mut c, 110, 1), vec![(110, 11)]);
+        assert!(c.has_readahead_mark(120));
+        // Cached from page 0: the history counts twice (8 pages → 16 + 1).
+        let mut c = PageCache::with_limits(0, 1 << 20);
+        c.add_for_read(0, 8, 0);
+        let mut ra = RaState::new(128, 2560, Advice::Normal);
+        ra.prev_pos = Some(5000 * PAGE_SIZE);
+        assert_eq!(ra.sync_ra(&mut c, 8, 1), vec![(8, 17)]);
+        // A full window of history: max - 1 pages, the window is the maximum.
+        let mut c = PageCache::with_limits(0, 1 << 20);
+        c.add_for_read(1000, 64, 0);
+        let mut ra = RaState::new(128, 2560, Advice::Normal);
+        assert_eq!(ra.sync_ra(&mut c, 1064, 1), vec![(1064, 32)]);
     }
 
     #[test]
