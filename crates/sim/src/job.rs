@@ -76,6 +76,15 @@ pub struct JobConfig {
     pub end_fsync: bool,
     /// Writes carry `REQ_FUA` (fio `sync=1`: O_SYNC/O_DSYNC direct writes).
     pub fua_writes: bool,
+    /// Buffered I/O (fio `direct=0`): writes go to the page cache
+    /// ([`crate::pagecache`]), an fsync writes it back first.
+    pub buffered: bool,
+    /// Drop the device's page cache when the job starts (fio `invalidate`,
+    /// buffered jobs only).
+    pub invalidate: bool,
+    /// What fio advised the kernel about the file (`fadvise_hint`; buffered
+    /// reads only).
+    pub fadvise: crate::pagecache::Advice,
     /// CPU time the job's thread spends to prepare and submit one I/O (the system
     /// call and the block layer's submission path), ns. I/Os enter the block layer
     /// this long after the thread starts on them, one after another, and fio reports
@@ -609,10 +618,13 @@ impl Job {
     }
 
     /// An fsync is due (fio's `get_rw_ddir`: every `fsync_blocks` writes issued).
+    /// A buffered write completes inside its system call, so a buffered job's
+    /// fsync follows the write's completion.
     pub fn sync_due(&self) -> bool {
         let n = self.cfg.fsync_blocks as u64;
         n > 0
             && !self.sync_inflight
+            && (!self.cfg.buffered || self.inflight == 0)
             && !self.stalled()
             && self.writes_issued > 0
             && self.writes_issued.is_multiple_of(n)

@@ -4,6 +4,7 @@
 //!
 //! - [`fio`] parses fio job files and fio's command line;
 //! - [`job`] and [`offsets`] model what one job clone submits;
+//! - [`pagecache`] is the device's page cache for buffered I/O (writes, fsync);
 //! - [`engine`] is the event queue, [`simulate`] wires jobs, queue and device together;
 //! - [`stats`] collects fio's statistics, [`report`] prints them as fio does, [`iolog`]
 //!   writes fio's latency, bandwidth and IOPS logs;
@@ -15,6 +16,7 @@ pub mod fio;
 pub mod iolog;
 pub mod job;
 pub mod offsets;
+pub mod pagecache;
 pub mod report;
 pub mod runner;
 pub mod simulate;

@@ -7,6 +7,7 @@
 use crate::fio::{FioInput, JobSpec, SizeSpec};
 use crate::iolog::{log_file_name, IoLog, LogError, LogFiles, LogKind, LogParams, LogTarget};
 use crate::job::{IoDone, JobConfig, RwMode};
+use crate::pagecache::Advice;
 use crate::report::{DiskUtil, JobResult, RunReport};
 use crate::simulate::{IoObserver, SimConfig, SimError, Simulation};
 use crate::stats::{self, JobLogs, JobRecorder, JobStats, RecorderConfig};
@@ -165,6 +166,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     for (ns, name, value) in &opts.settings {
         if ns == "blk" {
             apply_blk_setting(&mut sim, &info, name, value)?;
+        } else if ns == "vm" {
+            apply_vm_setting(&mut sim, name, value)?;
         } else if *ns == scheduler {
             sim.tunables.push((name.clone(), value.clone()));
         } else {
@@ -174,6 +177,28 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         }
     }
 
+    // One page cache is shared by every job of the run; direct I/O to a range
+    // with cached pages writes them back and invalidates them first
+    // (`kiocb_invalidate_pages`), which is not modeled: no mixing.
+    if let (Some(d), Some(b)) = (
+        input.jobs.iter().find(|j| j.direct),
+        input.jobs.iter().find(|j| !j.direct),
+    ) {
+        return Err(job_err(
+            b,
+            format!(
+                "buffered I/O in a run that also has direct I/O (job '{}') is not modeled; \
+                 make every job direct=1 or every job buffered",
+                d.name
+            ),
+        ));
+    }
+    if let Some(j) = input.jobs.iter().find(|j| !j.direct && j.cgroup.is_some()) {
+        return Err(job_err(
+            j,
+            "cgroup= with buffered I/O (cgroup writeback attribution) is not modeled; use direct=1",
+        ));
+    }
     let mut disk_name = None::<String>;
     let mut clones = Vec::new();
     let mut jobs = Vec::new();
@@ -277,6 +302,24 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 spec,
                 format!("size={size} is smaller than the block size {min_bs}"),
             ));
+        }
+        if !spec.direct {
+            let max_bs = spec.bs_dist[..2]
+                .iter()
+                .zip([spec.bs.read, spec.bs.write])
+                .map(|(d, bs)| d.as_ref().map_or(bs, |d| d.max()))
+                .max()
+                .unwrap_or(0);
+            if max_bs * 4 > sim.vm.mem_mb << 20 {
+                return Err(job_err(
+                    spec,
+                    format!(
+                        "block size {max_bs} is more than a quarter of the simulated memory \
+                         (vm.mem_mb={}); the page cache could not hold a buffered I/O",
+                        sim.vm.mem_mb
+                    ),
+                ));
+            }
         }
         let cgroup = match &spec.cgroup {
             None => CgroupId(0),
@@ -440,8 +483,18 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                         n
                     }
                 },
-                end_fsync: spec.end_fsync,
+                end_fsync: spec.end_fsync || spec.fsync_on_close,
                 fua_writes: spec.sync,
+                buffered: !spec.direct,
+                invalidate: spec.invalidate,
+                // fio's td_io_open_file: posix_fadvise on the job's region.
+                fadvise: match spec.fadvise_hint.as_str() {
+                    "0" => Advice::Normal,
+                    "random" => Advice::Random,
+                    "sequential" => Advice::Sequential,
+                    _ if spec.rw.is_random() => Advice::Random,
+                    _ => Advice::Sequential,
+                },
                 submit_cost_ns: opts
                     .submit_ns
                     .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
@@ -470,9 +523,56 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     })
 }
 
+/// Page-cache settings `--set vm.NAME=VALUE` knows, for error messages.
+pub const VM_SETTINGS: &str = "dirty_ratio, dirty_background_ratio, dirty_expire_centisecs, \
+     dirty_writeback_centisecs, mem_mb, page_copy_ns";
+
+/// Apply one `--set vm.NAME=VALUE`: the page cache's settings for buffered I/O.
+fn apply_vm_setting(sim: &mut SimConfig, name: &str, value: &str) -> Result<(), RunError> {
+    let err = |why: &str| RunError::Setting(format!("--set vm.{name}={value}: {why}"));
+    let uint = || -> Result<u64, RunError> {
+        value
+            .parse::<u64>()
+            .map_err(|_| err("expected a non-negative integer"))
+    };
+    let vm = &mut sim.vm;
+    match name {
+        // proc_dointvec_minmax with 0..=100, as the kernel's dirty_ratio and
+        // dirty_background_ratio tables.
+        "dirty_ratio" | "dirty_background_ratio" => {
+            let v = uint()?;
+            if v > 100 {
+                return Err(err("must be between 0 and 100 (percent)"));
+            }
+            if name == "dirty_ratio" {
+                vm.dirty_ratio = v;
+            } else {
+                vm.dirty_background_ratio = v;
+            }
+        }
+        "dirty_expire_centisecs" => vm.dirty_expire_centisecs = uint()?,
+        "dirty_writeback_centisecs" => vm.dirty_writeback_centisecs = uint()?,
+        // Not sysctls: the simulated memory and the CPU time of copying one page.
+        "mem_mb" => {
+            let v = uint()?;
+            if v == 0 {
+                return Err(err("must be at least 1"));
+            }
+            vm.mem_mb = v;
+        }
+        "page_copy_ns" => vm.page_copy_ns = uint()?,
+        other => {
+            return Err(RunError::Setting(format!(
+                "--set vm.{other}: unknown page-cache setting (known: {VM_SETTINGS})"
+            )))
+        }
+    }
+    Ok(())
+}
+
 /// Block-layer settings `--set blk.NAME=VALUE` knows, for error messages.
 pub const BLK_SETTINGS: &str =
-    "nr_requests, nomerges, max_sectors_kb, flush_insert, nr_sched_batch";
+    "nr_requests, nomerges, max_sectors_kb, flush_insert, nr_sched_batch, read_ahead_kb";
 
 /// Apply one `--set blk.NAME=VALUE`, validated as the kernel's sysfs store
 /// functions validate it.
@@ -515,6 +615,10 @@ fn apply_blk_setting(
         "flush_insert" => {
             sim.flush_insert = blk::mq::FlushInsert::from_name(value)
                 .ok_or_else(|| err("expected 'head' (mainline) or 'tail' (v5.6-rc regression)"))?;
+        }
+        "read_ahead_kb" => {
+            // queue_ra_store: any value; the bdi's ra_pages.
+            sim.read_ahead_kb = uint()?;
         }
         "nr_sched_batch" => {
             let v = uint()?;
@@ -794,10 +898,18 @@ pub fn run(
             .header
             .push(format!("iosched: {} tunables: {tun_text}", plan.scheduler));
     }
-    if !input.ignored.is_empty() {
+    // `invalidate` acts on buffered jobs only.
+    let buffered = input.jobs.iter().any(|j| !j.direct);
+    let ignored: Vec<&str> = input
+        .ignored
+        .iter()
+        .map(String::as_str)
+        .filter(|o| !(buffered && (*o == "invalidate" || *o == "fadvise_hint")))
+        .collect();
+    if !ignored.is_empty() {
         report.header.push(format!(
             "iosched: ignored options (no effect on simulated I/O): {}",
-            input.ignored.join(", ")
+            ignored.join(", ")
         ));
     }
     for w in &input.warnings {
@@ -917,7 +1029,7 @@ pub fn run(
         "requests": summary.requests,
         "flush_ios": summary.disk.flush_ios,
         "flush_ticks": summary.disk.flush_ticks_ns / 1_000_000,
-        "ignored_options": input.ignored,
+        "ignored_options": ignored,
         "scheduler_stats": summary.sched_stats.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
     }));
     Ok(report)

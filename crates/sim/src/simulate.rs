@@ -6,10 +6,15 @@
 
 use crate::engine::EventQueue;
 use crate::job::{split_owner, IoDone, Job, JobConfig};
+use crate::pagecache::{
+    dirty_poll_interval, pos_ratio, NoSyncWalk, PageCache, RaState, SyncWalk, VmConfig, WalkStep,
+    WriteBandwidth, BIO_MAX_PAGES, PAGE_SIZE,
+};
 use blk::elevator::{self, Elevator, QueueParams, TunableError};
-use blk::mq::{DiskStats, Driver, FlushInsert, Queue, QueueConfig};
-use blk::{Bio, Ns, RqId};
+use blk::mq::{DiskStats, Driver, FlushInsert, Queue, QueueConfig, Submitted};
+use blk::{Bio, Ns, Op, ReqFlags, RqId, Sector};
 use devices::Device;
+use std::collections::BTreeMap;
 
 /// What the simulation reports as it runs.
 pub trait IoObserver {
@@ -52,6 +57,113 @@ enum Ev {
     JobCpu(usize),
     /// The job's thinktime or rate stall, which lasted this long (ns), ends.
     StallEnd(usize, u64),
+    /// The job's buffered write in this I/O unit has copied its data into the
+    /// page cache (`balance_dirty_pages` comes next).
+    CopyDone(usize, u32),
+    /// The job's pause in `balance_dirty_pages` ends; `true`: it was over the
+    /// dirty limit and checks again.
+    ThrottleDone(usize, u32, bool),
+    /// The flusher's delayed wake-up (`wb->dwork`).
+    FlusherWake,
+}
+
+/// `MAX_PAUSE`: the longest a writer sleeps in one `balance_dirty_pages` round
+/// (HZ/5).
+const MAX_PAUSE_NS: u64 = 200_000_000;
+/// `MIN_WRITEBACK_PAGES`: the flusher writes in chunks that are multiples of 4 MiB.
+const MIN_WRITEBACK_PAGES: u64 = 1024;
+/// `DIRTY_SCOPE`: a flusher chunk is at most an eighth of the dirty limit.
+const DIRTY_SCOPE: u64 = 8;
+/// Task id of the flusher's kworker, for schedulers that key on the submitter.
+const FLUSHER_PID: u32 = 1;
+
+/// Who sleeps on a scheduler tag with a writeback bio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walker {
+    Job(usize),
+    Flusher,
+}
+
+/// One piece of the flusher's work (`struct wb_writeback_work`).
+#[derive(Debug)]
+struct FlushWork {
+    /// `for_kupdate` (the periodic flush of expired data); else `for_background`.
+    kupdate: bool,
+    /// Pages left to write (`work->nr_pages`).
+    nr_pages: u64,
+    /// The inode has been picked (`queue_io`); it stays picked between chunks.
+    picked: bool,
+    /// The `do_writepages` call in progress.
+    pass: Option<NoSyncWalk>,
+}
+
+/// The device's flusher (`wb_workfn` on the inode's `bdi_writeback`).
+#[derive(Debug, Default)]
+struct Flusher {
+    /// The delayed wake-up is armed for this time.
+    wake_at: Option<Ns>,
+    /// The work in progress (woken, writing, maybe asleep on a tag).
+    work: Option<FlushWork>,
+    /// Kinds of work done in this wake-up (`wb_do_writeback` checks the periodic
+    /// flush, then the background threshold, once each).
+    did_kupdate: bool,
+    did_background: bool,
+    /// `wb->last_old_flush`.
+    last_old_flush: Ns,
+    /// Asleep until the bio of this owner has a scheduler tag.
+    tag_wait: Option<u64>,
+    /// `wb->avg_write_bandwidth`.
+    bw: WriteBandwidth,
+}
+
+/// A buffered writer's dirty-throttling state (`current->nr_dirtied`,
+/// `nr_dirtied_pause`).
+#[derive(Clone, Copy, Debug)]
+struct Dirtier {
+    nr_dirtied: u64,
+    nr_dirtied_pause: u64,
+}
+
+impl Default for Dirtier {
+    fn default() -> Self {
+        // 128 KiB worth of pages (`ratelimit_pages`'s start).
+        Dirtier {
+            nr_dirtied: 0,
+            nr_dirtied_pause: 32,
+        }
+    }
+}
+
+/// Owner tokens of writeback bios: this bit and the page index.
+const WB_OWNER: u64 = 1 << 63;
+/// Owner tokens of read bios of the page cache: this bit and the first page.
+const RA_OWNER: u64 = 1 << 62;
+
+/// A job inside a buffered `read()` (`filemap_read`): pages `next..end` still to
+/// be found uptodate.
+#[derive(Clone, Copy, Debug)]
+struct PendingRead {
+    unit: u32,
+    next: u64,
+    end: u64,
+}
+
+/// What a job does once its write-and-wait of the page cache is over.
+#[derive(Debug)]
+enum AfterSync {
+    /// `blkdev_issue_flush`: submit this empty PREFLUSH bio (the fsync's end).
+    Flush(Bio),
+    /// fio's `invalidate` at the job's start (`BLKFLSBUF`): start the job.
+    Start,
+}
+
+/// A job inside `blkdev_fsync` (or `BLKFLSBUF`): its page-cache walk.
+#[derive(Debug)]
+struct PendingSync {
+    walk: SyncWalk,
+    then: AfterSync,
+    /// Asleep until the bio of this owner has a scheduler tag.
+    tag_wait: Option<u64>,
 }
 
 /// Knobs of one run that are not fio options.
@@ -78,6 +190,10 @@ pub struct SimConfig {
     pub nr_sched_batch: Option<u32>,
     /// The cgroups the jobs' `CgroupId`s index (paths, nesting, weights).
     pub cgroups: blk::CgroupTable,
+    /// The page cache's settings: vm sysctls, memory, copy cost.
+    pub vm: VmConfig,
+    /// `queue/read_ahead_kb` (default 128: `VM_READAHEAD_PAGES`).
+    pub read_ahead_kb: u32,
 }
 
 impl Default for SimConfig {
@@ -93,6 +209,8 @@ impl Default for SimConfig {
             flush_insert: FlushInsert::Head,
             nr_sched_batch: None,
             cgroups: blk::CgroupTable::new(),
+            vm: VmConfig::default(),
+            read_ahead_kb: 128,
         }
     }
 }
@@ -137,6 +255,29 @@ pub struct Simulation {
     group_left: Vec<usize>,
     batch: Vec<Bio>,
     deliver_armed: bool,
+    /// The device's page cache (buffered I/O).
+    cache: PageCache,
+    /// Per job: its write-and-wait in progress.
+    syncs: Vec<Option<PendingSync>>,
+    /// Jobs asleep until a page's writeback ends, by page.
+    page_waiters: BTreeMap<u64, Vec<usize>>,
+    vm: VmConfig,
+    flusher: Flusher,
+    dirtiers: Vec<Dirtier>,
+    /// Walks asleep on a scheduler tag.
+    tag_sleepers: Vec<Walker>,
+    /// Jobs not finished yet; at 0 fio has exited and the flusher stops.
+    jobs_left: usize,
+    /// Time of the last event that did something (the run's end).
+    last_event: Ns,
+    /// Per job: its file's readahead state.
+    ras: Vec<RaState>,
+    /// Per job: its buffered read in progress.
+    reads: Vec<Option<PendingRead>>,
+    /// Jobs waiting for a page being read, by page.
+    page_readers: BTreeMap<u64, Vec<usize>>,
+    /// Read bios in flight: first page → pages.
+    read_bios: BTreeMap<u64, u64>,
 }
 
 impl Simulation {
@@ -195,7 +336,29 @@ impl Simulation {
         if let Some(g) = groups.first() {
             events.push(Ns::ZERO, Ev::GroupStart(*g));
         }
+        let nr_jobs = jobs.len();
+        let max_sectors = queue.config().limits.max_sectors as u64;
+        let ras = jobs
+            .iter()
+            .map(|j| RaState::new(cfg.read_ahead_kb as u64, max_sectors, j.fadvise))
+            .collect();
         Ok(Simulation {
+            cache: PageCache::with_limits(
+                cfg.vm.mem_mb * (1 << 20) / PAGE_SIZE,
+                info.capacity_sectors * 512 / PAGE_SIZE,
+            ),
+            ras,
+            reads: vec![None; nr_jobs],
+            page_readers: BTreeMap::new(),
+            read_bios: BTreeMap::new(),
+            syncs: (0..nr_jobs).map(|_| None).collect(),
+            page_waiters: BTreeMap::new(),
+            vm: cfg.vm.clone(),
+            flusher: Flusher::default(),
+            dirtiers: vec![Dirtier::default(); nr_jobs],
+            tag_sleepers: Vec::new(),
+            jobs_left: nr_jobs,
+            last_event: Ns::ZERO,
             queue,
             device,
             jobs: jobs.into_iter().map(Job::new).collect(),
@@ -230,6 +393,11 @@ impl Simulation {
     pub fn run(mut self, obs: &mut dyn IoObserver) -> RunSummary {
         let mut n: u32 = 0;
         while let Some((now, ev)) = self.events.pop() {
+            if matches!(ev, Ev::FlusherWake) && self.jobs_left == 0 {
+                // fio has exited: what the flusher does next is not the run's.
+                continue;
+            }
+            self.last_event = now;
             n = n.wrapping_add(1);
             if n.is_multiple_of(16384) {
                 obs.progress(now);
@@ -284,6 +452,20 @@ impl Simulation {
                     self.fill(j, now, obs);
                     self.maybe_finish(j, now, obs);
                 }
+                Ev::CopyDone(j, unit) => self.copy_done(j, unit, now, obs),
+                Ev::ThrottleDone(j, unit, recheck) => {
+                    if recheck {
+                        self.balance_dirty_pages(j, unit, now, obs);
+                    } else {
+                        self.write_returns(j, unit, now, obs);
+                    }
+                }
+                Ev::FlusherWake => {
+                    if self.flusher.wake_at == Some(now) {
+                        self.flusher.wake_at = None;
+                        self.wake_flusher(now);
+                    }
+                }
                 Ev::Deliver => {
                     self.deliver_armed = false;
                     self.deliver_completions(now, obs);
@@ -295,9 +477,12 @@ impl Simulation {
                     }
                 }
             }
+            if !self.tag_sleepers.is_empty() {
+                self.wake_tag_sleepers(now, obs);
+            }
             self.arm(now);
         }
-        let end = self.events.now();
+        let end = self.last_event;
         RunSummary {
             end,
             requests: self.requests,
@@ -344,8 +529,30 @@ impl Simulation {
         }
     }
 
-    /// Start job `j`: its ramp and runtime count from now.
+    /// Start job `j`. A buffered job with fio's `invalidate` (the default) first
+    /// has the device's page cache dropped (`BLKFLSBUF`: `sync_blockdev`, a
+    /// write-and-wait of every dirty page, then `invalidate_bdev`); its clock
+    /// starts after that, as fio opens its files before the job's clock starts.
     fn start_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        let cfg = &self.jobs[j].cfg;
+        if cfg.buffered && cfg.invalidate && self.cache.is_clean() {
+            self.cache.drop_clean();
+        }
+        if cfg.buffered && cfg.invalidate && !self.cache.is_clean() {
+            let walk = SyncWalk::whole(&mut self.cache);
+            self.syncs[j] = Some(PendingSync {
+                walk,
+                then: AfterSync::Start,
+                tag_wait: None,
+            });
+            self.advance_sync(j, now, obs);
+            return;
+        }
+        self.begin_job(j, now, obs);
+    }
+
+    /// The job's clock starts: its ramp and runtime count from now.
+    fn begin_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         let job = &mut self.jobs[j];
         job.start_at(now);
         let ramp = job.cfg.ramp_time;
@@ -385,10 +592,11 @@ impl Simulation {
         self.start_stall_if_due(j, now);
     }
 
-    /// I/Os submitted per system call: a batch under a plug, else one.
+    /// I/Os submitted per system call: a batch under a plug, else one (always one
+    /// for buffered I/O, which completes inside the call).
     fn ios_per_call(&self, j: usize) -> usize {
         let cfg = &self.jobs[j].cfg;
-        if cfg.plugs && cfg.batch_submit > 2 {
+        if cfg.plugs && cfg.batch_submit > 2 && !cfg.buffered {
             cfg.batch_submit as usize
         } else {
             1
@@ -423,6 +631,10 @@ impl Simulation {
 
     /// Submit up to `max_ios` I/Os of job `j` now.
     fn fill_now(&mut self, j: usize, now: Ns, max_ios: usize, obs: &mut dyn IoObserver) {
+        if self.jobs[j].cfg.buffered {
+            self.write_buffered(j, now, obs);
+            return;
+        }
         let mut budget = max_ios;
         let batch = self.jobs[j].cfg.batch_submit.max(1) as usize;
         let plugs = self.jobs[j].cfg.plugs;
@@ -439,7 +651,7 @@ impl Simulation {
                 let dev: &mut dyn Driver = self.device.as_mut();
                 self.queue.submit_bio_direct(now, bio, dev);
             }
-            self.submit_sync_if_due(j, now);
+            self.submit_sync_if_due(j, now, obs);
             return;
         }
         let mut batch_buf = std::mem::take(&mut self.batch);
@@ -470,23 +682,519 @@ impl Simulation {
             }
         }
         self.batch = batch_buf;
-        self.submit_sync_if_due(j, now);
+        self.submit_sync_if_due(j, now, obs);
+    }
+
+    /// A buffered `write()` (`blkdev_write_iter` → `generic_perform_write`): the
+    /// job's thread copies the data into the page cache, [`VmConfig::page_copy_ns`]
+    /// per page ([`Ev::CopyDone`]), maybe pauses in `balance_dirty_pages`, and the
+    /// call returns; no bio is submitted.
+    /// Whatever the engine, one write at a time: libaio and io_uring perform a
+    /// buffered write inline in the submission.
+    fn write_buffered(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if !self.jobs[j].cpu_pending && self.jobs[j].can_submit() {
+            if let Some(bio) = self.jobs[j].next_bio(now, j) {
+                obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                let unit = split_owner(bio.owner).1;
+                let io = self.jobs[j].in_flight(unit);
+                obs.io_issued(j, io);
+                self.jobs[j].cpu_pending = true;
+                if io.dir == blk::Dir::Read {
+                    self.reads[j] = Some(PendingRead {
+                        unit,
+                        next: io.offset / PAGE_SIZE,
+                        end: (io.offset + io.bytes).div_ceil(PAGE_SIZE),
+                    });
+                    self.advance_read(j, now);
+                    return;
+                }
+                let pages = io.bytes.div_ceil(PAGE_SIZE);
+                self.events
+                    .push(now.add(pages * self.vm.page_copy_ns), Ev::CopyDone(j, unit));
+                return;
+            }
+        }
+        self.submit_sync_if_due(j, now, obs);
+    }
+
+    /// The copy of a buffered write is done: its pages are dirty
+    /// (`block_write_end`); the inode turning dirty arms the flusher's periodic
+    /// wake-up (`wb_wakeup_delayed`). Every `nr_dirtied_pause` pages the writer
+    /// checks the dirty limits (`balance_dirty_pages_ratelimited`).
+    fn copy_done(&mut self, j: usize, unit: u32, now: Ns, obs: &mut dyn IoObserver) {
+        let io = self.jobs[j].in_flight(unit);
+        if io.dir == blk::Dir::Read {
+            self.write_returns(j, unit, now, obs);
+            return;
+        }
+        let pages = io.bytes.div_ceil(PAGE_SIZE);
+        if self.cache.mark_dirty(io.offset / PAGE_SIZE, pages, now.0) {
+            self.arm_flusher(now);
+        }
+        let d = &mut self.dirtiers[j];
+        d.nr_dirtied += pages;
+        if d.nr_dirtied >= d.nr_dirtied_pause {
+            self.balance_dirty_pages(j, unit, now, obs);
+        } else {
+            self.write_returns(j, unit, now, obs);
+        }
+    }
+
+    /// `balance_dirty_pages`, with a simplified rate control. Above
+    /// `dirty_background_ratio` the flusher is woken. At or below the free-run
+    /// ceiling (halfway between the background threshold and `dirty_ratio`,
+    /// counting dirty pages and pages under writeback) the writer goes on and
+    /// checks again after `dirty_poll_interval` pages. Above it, the writer
+    /// sleeps for the pages it dirtied since its last check at its share of the
+    /// flusher's measured write bandwidth (bandwidth / writers, as the kernel's
+    /// `dirty_ratelimit` converges to) scaled by the global control line
+    /// (`pos_ratio`: 2 at the ceiling, 1 halfway, 0 at the limit), at most 200 ms
+    /// (`MAX_PAUSE`; the kernel's bound also depends on the bandwidth), then checks
+    /// again after 10 ms worth of pages at that rate. At or over the limit it
+    /// sleeps 200 ms and checks again, until under it. Not modelled: the per-wb
+    /// limits and setpoints (one device, one wb), the smoothing of
+    /// `dirty_ratelimit` and of the limit, `min_pause` and the pause's
+    /// accumulation across calls.
+    fn balance_dirty_pages(&mut self, j: usize, unit: u32, now: Ns, obs: &mut dyn IoObserver) {
+        self.flusher.bw.update(now.0, self.cache.pages_written());
+        let l = self.vm.limits();
+        let reclaimable = self.cache.nr_dirty() as u64;
+        let dirty = reclaimable + self.cache.nr_writeback() as u64;
+        if reclaimable > l.bg_thresh {
+            self.start_background_writeback(now);
+        }
+        let d = &mut self.dirtiers[j];
+        if dirty <= l.freerun {
+            d.nr_dirtied = 0;
+            d.nr_dirtied_pause = dirty_poll_interval(dirty, l.thresh);
+            self.write_returns(j, unit, now, obs);
+            return;
+        }
+        let writers = self
+            .jobs
+            .iter()
+            .filter(|x| x.cfg.buffered && x.cfg.rw.writes() && x.started && !x.finished)
+            .count()
+            .max(1);
+        let rate = self.flusher.bw.pages_per_s as f64 / writers as f64 * pos_ratio(&l, dirty);
+        let exceeded = dirty > l.thresh;
+        let pause = if exceeded || rate <= 0.0 {
+            MAX_PAUSE_NS
+        } else {
+            ((d.nr_dirtied as f64 / rate * 1e9) as u64).min(MAX_PAUSE_NS)
+        };
+        d.nr_dirtied = 0;
+        d.nr_dirtied_pause = ((rate * 0.01) as u64).max(1);
+        self.events
+            .push(now.add(pause), Ev::ThrottleDone(j, unit, exceeded));
+    }
+
+    /// Carry job `j`'s buffered read on (`filemap_read` → `filemap_get_pages`):
+    /// page by page, a page not in the cache starts synchronous readahead
+    /// (`page_cache_sync_ra`), a page with the readahead marker asynchronous
+    /// readahead (`page_cache_async_ra`), a page still being read puts the job
+    /// to sleep until it is uptodate. Once every page is there, the job copies
+    /// them out ([`VmConfig::page_copy_ns`] each; a hit costs only that) and the
+    /// call returns; `ra->prev_pos` is the read's end.
+    fn advance_read(&mut self, j: usize, now: Ns) {
+        let Some(mut r) = self.reads[j] else {
+            return;
+        };
+        while r.next < r.end {
+            let p = r.next;
+            let req = r.end - p;
+            if !self.cache.is_present(p) {
+                let mut runs = self.ras[j].sync_ra(&mut self.cache, p, req);
+                if !self.cache.is_present(p) {
+                    runs.extend(self.cache.add_for_read(p, 1, 0));
+                }
+                self.read_pages(j, now, &runs);
+                continue;
+            }
+            if self.cache.has_readahead_mark(p) {
+                let runs = self.ras[j].async_ra(&mut self.cache, p, req);
+                self.read_pages(j, now, &runs);
+            }
+            if !self.cache.is_uptodate(p) {
+                self.reads[j] = Some(r);
+                self.page_readers.entry(p).or_default().push(j);
+                return;
+            }
+            self.cache.touch(p);
+            r.next += 1;
+        }
+        self.reads[j] = None;
+        self.ras[j].prev_pos = Some(r.end * PAGE_SIZE);
+        let io = self.jobs[j].in_flight(r.unit);
+        let pages = (io.offset + io.bytes).div_ceil(PAGE_SIZE) - io.offset / PAGE_SIZE;
+        self.events.push(
+            now.add(pages * self.vm.page_copy_ns),
+            Ev::CopyDone(j, r.unit),
+        );
+    }
+
+    /// `read_pages` → `mpage_readahead`: the runs of new pages go down as read
+    /// bios of at most `BIO_MAX_VECS` pages, from job `j`'s task, under a plug.
+    fn read_pages(&mut self, j: usize, now: Ns, runs: &[(u64, u64)]) {
+        if runs.is_empty() {
+            return;
+        }
+        self.queue.start_plug();
+        for &(first, n) in runs {
+            let mut at = first;
+            while at < first + n {
+                let k = (first + n - at).min(BIO_MAX_PAGES);
+                let cfg = &self.jobs[j].cfg;
+                let bio = Bio {
+                    op: Op::Read,
+                    flags: ReqFlags::NONE,
+                    sector: Sector::from_bytes(at * PAGE_SIZE),
+                    nr_sectors: (k * PAGE_SIZE / Sector::SIZE) as u32,
+                    ioprio: cfg.ioprio,
+                    pid: cfg.pid,
+                    cpu: cfg.cpu,
+                    cgroup: cfg.cgroup,
+                    owner: RA_OWNER | at,
+                };
+                self.read_bios.insert(at, k);
+                // A bio that must wait for a tag waits in order behind the
+                // others; the job does not go on before its pages are read.
+                self.queue.submit_bio(now, bio);
+                at += k;
+            }
+        }
+        let dev: &mut dyn Driver = self.device.as_mut();
+        self.queue.finish_plug(now, Some(dev));
+    }
+
+    /// A read bio of the page cache completed: its pages are uptodate and the
+    /// jobs waiting for them go on.
+    fn read_done(&mut self, first: u64, now: Ns) {
+        let n = self.read_bios.remove(&first).unwrap_or(1);
+        let mut woken = Vec::new();
+        for p in first..first + n {
+            self.cache.end_read(p);
+            if let Some(js) = self.page_readers.remove(&p) {
+                woken.extend(js);
+            }
+        }
+        for j in woken {
+            self.advance_read(j, now);
+        }
+    }
+
+    /// The buffered `write()` returns.
+    fn write_returns(&mut self, j: usize, unit: u32, now: Ns, obs: &mut dyn IoObserver) {
+        self.jobs[j].cpu_pending = false;
+        if let Some(io) = self.jobs[j].complete(unit, now) {
+            obs.io_completed(j, io, io.issue, now);
+        }
+        self.fill(j, now, obs);
+        self.maybe_finish(j, now, obs);
+    }
+
+    /// `wb_wakeup_delayed`: wake the flusher `dirty_writeback_centisecs` from
+    /// now, unless a wake-up is armed or it is running.
+    fn arm_flusher(&mut self, now: Ns) {
+        let interval = self.vm.interval_ns();
+        if interval == 0 || self.flusher.wake_at.is_some() || self.flusher.work.is_some() {
+            return;
+        }
+        let at = now.add(interval);
+        self.flusher.wake_at = Some(at);
+        self.events.push(at, Ev::FlusherWake);
+    }
+
+    /// `wb_start_background_writeback`: wake the flusher now, unless it is
+    /// writing already (`writeback_in_progress`).
+    fn start_background_writeback(&mut self, now: Ns) {
+        if self.flusher.work.is_some() || self.flusher.tag_wait.is_some() {
+            return;
+        }
+        // mod_delayed_work(.., 0): the armed wake-up is replaced.
+        self.flusher.wake_at = None;
+        self.wake_flusher(now);
+    }
+
+    /// `wb_workfn` wakes: one round of `wb_do_writeback`.
+    fn wake_flusher(&mut self, now: Ns) {
+        self.flusher.did_kupdate = false;
+        self.flusher.did_background = false;
+        self.run_flusher(now);
+    }
+
+    /// `writeback_chunk_size` for the flusher's work: half a second of writing at
+    /// the estimated bandwidth, at most an eighth of the dirty limit, rounded to
+    /// 4 MiB.
+    fn write_chunk(&self) -> u64 {
+        let l = self.vm.limits();
+        let pages = (self.flusher.bw.pages_per_s / 2).min(l.thresh / DIRTY_SCOPE);
+        (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES
+    }
+
+    /// Carry the flusher's work on until it is done or asleep on a tag. In
+    /// `wb_do_writeback`'s order: the periodic flush (`wb_check_old_data_flush`:
+    /// every `dirty_writeback_centisecs`, all the dirty pages counted at its start,
+    /// if the inode has been dirty for `dirty_expire_centisecs`), then background
+    /// writeback (`wb_check_background_flush`: while more than
+    /// `dirty_background_ratio` of memory is dirty). Each is `wb_writeback`: chunks
+    /// of `writeback_chunk_size` pages, each one `WB_SYNC_NONE` `do_writepages`
+    /// pass ([`NoSyncWalk`]), async writes (no `REQ_SYNC`) from the kworker under
+    /// a plug, ending when a pass writes nothing (every dirty page already under
+    /// writeback: the kernel then sleeps on the inode's writeback and tries
+    /// again). After the round, the periodic wake-up is armed again while the
+    /// inode is dirty.
+    fn run_flusher(&mut self, now: Ns) {
+        if self.jobs_left == 0 || self.flusher.tag_wait.is_some() {
+            return;
+        }
+        self.flusher.bw.update(now.0, self.cache.pages_written());
+        let l = self.vm.limits();
+        let interval = self.vm.interval_ns();
+        let mut plugged = false;
+        loop {
+            if self.flusher.work.is_none() {
+                let f = &mut self.flusher;
+                if !f.did_kupdate && interval > 0 && now.0 >= f.last_old_flush.0 + interval {
+                    f.did_kupdate = true;
+                    f.last_old_flush = now;
+                    let n = self.cache.nr_dirty() as u64;
+                    if n > 0 {
+                        f.work = Some(FlushWork {
+                            kupdate: true,
+                            nr_pages: n,
+                            picked: false,
+                            pass: None,
+                        });
+                    }
+                    continue;
+                }
+                if !f.did_background && self.cache.nr_dirty() as u64 > l.bg_thresh {
+                    f.did_background = true;
+                    f.work = Some(FlushWork {
+                        kupdate: false,
+                        nr_pages: u64::MAX,
+                        picked: true,
+                        pass: None,
+                    });
+                    continue;
+                }
+                break;
+            }
+            let chunk = self.write_chunk();
+            let expired_cutoff = now.0.saturating_sub(self.vm.expire_ns());
+            let Some(w) = self.flusher.work.as_mut() else {
+                break;
+            };
+            if w.pass.is_none() {
+                let stop = w.nr_pages == 0
+                    || (!w.kupdate && self.cache.nr_dirty() as u64 <= l.bg_thresh)
+                    || (!w.picked && !self.cache.inode_dirtied_before(expired_cutoff));
+                if stop {
+                    self.flusher.work = None;
+                    continue;
+                }
+                w.picked = true;
+                w.pass = Some(NoSyncWalk::new(&self.cache, chunk.min(w.nr_pages)));
+            }
+            let pass = w.pass.as_mut().expect("pass");
+            match pass.next(&mut self.cache) {
+                Some(p) => {
+                    w.nr_pages -= 1;
+                    if !plugged {
+                        self.queue.start_plug();
+                        plugged = true;
+                    }
+                    let bio = Bio {
+                        op: Op::Write,
+                        flags: ReqFlags::default(),
+                        sector: Sector::from_bytes(p * PAGE_SIZE),
+                        nr_sectors: (PAGE_SIZE / Sector::SIZE) as u32,
+                        ioprio: Default::default(),
+                        pid: FLUSHER_PID,
+                        cpu: 0,
+                        cgroup: Default::default(),
+                        owner: WB_OWNER | p,
+                    };
+                    if let Submitted::Sleeping = self.queue.submit_bio(now, bio) {
+                        // Asleep in blk_mq_get_tag (its plug was flushed on the
+                        // way; the one plug of the queue model is released).
+                        let dev: &mut dyn Driver = self.device.as_mut();
+                        self.queue.finish_plug(now, Some(dev));
+                        self.flusher.tag_wait = Some(bio.owner);
+                        self.tag_sleepers.push(Walker::Flusher);
+                        return;
+                    }
+                }
+                None => {
+                    let written = pass.written();
+                    w.pass = None;
+                    if written == 0 {
+                        self.flusher.work = None;
+                    }
+                    self.cache.inode_written();
+                    if plugged {
+                        let dev: &mut dyn Driver = self.device.as_mut();
+                        self.queue.finish_plug(now, Some(dev));
+                        plugged = false;
+                    }
+                }
+            }
+        }
+        if plugged {
+            let dev: &mut dyn Driver = self.device.as_mut();
+            self.queue.finish_plug(now, Some(dev));
+        }
+        if self.cache.inode_dirty() {
+            self.arm_flusher(now);
+        }
+    }
+
+    /// Wake the walks whose bio has got its scheduler tag.
+    fn wake_tag_sleepers(&mut self, now: Ns, obs: &mut dyn IoObserver) {
+        let sleepers = std::mem::take(&mut self.tag_sleepers);
+        let mut still = Vec::new();
+        let mut woken = Vec::new();
+        for w in sleepers {
+            let owner = match w {
+                Walker::Flusher => self.flusher.tag_wait,
+                Walker::Job(j) => self.syncs[j].as_ref().and_then(|s| s.tag_wait),
+            };
+            match owner {
+                Some(o) if self.queue.waiting_for_tag(o) => still.push(w),
+                _ => woken.push(w),
+            }
+        }
+        self.tag_sleepers = still;
+        for w in woken {
+            match w {
+                Walker::Flusher => {
+                    self.flusher.tag_wait = None;
+                    self.run_flusher(now);
+                }
+                Walker::Job(j) => {
+                    if let Some(s) = self.syncs[j].as_mut() {
+                        s.tag_wait = None;
+                    }
+                    self.advance_sync(j, now, obs);
+                }
+            }
+        }
     }
 
     /// Issue the job's fsync once the I/Os before it are submitted; the job blocks
-    /// until it completes.
-    fn submit_sync_if_due(&mut self, j: usize, now: Ns) {
+    /// until it completes. On a block device that is `blkdev_fsync`: a
+    /// write-and-wait of every dirty page of the device (nothing to do when the
+    /// page cache is clean, as it always is for direct I/O), then an empty
+    /// PREFLUSH bio (`blkdev_issue_flush`).
+    fn submit_sync_if_due(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         if self.jobs[j].sync_due() || self.jobs[j].end_sync_due() {
             let bio = self.jobs[j].sync_bio(now, j);
-            let dev: &mut dyn Driver = self.device.as_mut();
-            self.queue.submit_bio_direct(now, bio, dev);
+            let walk = SyncWalk::whole(&mut self.cache);
+            self.syncs[j] = Some(PendingSync {
+                walk,
+                then: AfterSync::Flush(bio),
+                tag_wait: None,
+            });
+            self.advance_sync(j, now, obs);
+        }
+    }
+
+    /// Carry job `j`'s write-and-wait on until it must sleep on a page's writeback
+    /// or is done. The pages it writes go down under a plug (`blkdev_writepages`),
+    /// one bio per page (`block_write_full_folio`: one buffer head per page), with
+    /// `REQ_SYNC` (`wbc_to_write_flags` for `WB_SYNC_ALL`), from the job's task
+    /// (its CPU, ioprio and cgroup); adjacent pages merge in the plug. Sleeping
+    /// flushes the plug (`schedule`), whether on a page's writeback or on a
+    /// scheduler tag for a bio (the walk goes on once the bio has its tag).
+    fn advance_sync(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        let Some(mut ps) = self.syncs[j].take() else {
+            return;
+        };
+        if ps.tag_wait.is_some() {
+            self.syncs[j] = Some(ps);
+            return;
+        }
+        let mut plugged = false;
+        loop {
+            match ps.walk.next(&mut self.cache) {
+                WalkStep::Write(p) => {
+                    if !plugged {
+                        self.queue.start_plug();
+                        plugged = true;
+                    }
+                    let cfg = &self.jobs[j].cfg;
+                    let bio = Bio {
+                        op: Op::Write,
+                        flags: ReqFlags::SYNC,
+                        sector: Sector::from_bytes(p * PAGE_SIZE),
+                        nr_sectors: (PAGE_SIZE / Sector::SIZE) as u32,
+                        ioprio: cfg.ioprio,
+                        pid: cfg.pid,
+                        cpu: cfg.cpu,
+                        cgroup: cfg.cgroup,
+                        owner: WB_OWNER | p,
+                    };
+                    if let Submitted::Sleeping = self.queue.submit_bio(now, bio) {
+                        let dev: &mut dyn Driver = self.device.as_mut();
+                        self.queue.finish_plug(now, Some(dev));
+                        ps.tag_wait = Some(bio.owner);
+                        self.syncs[j] = Some(ps);
+                        self.tag_sleepers.push(Walker::Job(j));
+                        return;
+                    }
+                }
+                step => {
+                    if plugged {
+                        let dev: &mut dyn Driver = self.device.as_mut();
+                        self.queue.finish_plug(now, Some(dev));
+                    }
+                    if let WalkStep::WaitOn(p) = step {
+                        self.page_waiters.entry(p).or_default().push(j);
+                        self.syncs[j] = Some(ps);
+                        return;
+                    }
+                    match ps.then {
+                        AfterSync::Flush(bio) => {
+                            let dev: &mut dyn Driver = self.device.as_mut();
+                            self.queue.submit_bio_direct(now, bio, dev);
+                        }
+                        AfterSync::Start => {
+                            self.cache.drop_clean();
+                            self.begin_job(j, now, obs);
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A writeback bio completed (`end_buffer_async_write` →
+    /// `folio_end_writeback`): the page's writeback ends and the tasks waiting for
+    /// it go on, in the order they went to sleep.
+    fn writeback_done(&mut self, page: u64, now: Ns, obs: &mut dyn IoObserver) {
+        self.cache.end_writeback(page);
+        if let Some(waiters) = self.page_waiters.remove(&page) {
+            for j in waiters {
+                self.advance_sync(j, now, obs);
+            }
         }
     }
 
     fn deliver_completions(&mut self, now: Ns, obs: &mut dyn IoObserver) {
         self.queue.take_completed(&mut self.done_owners);
         for i in 0..self.done_owners.len() {
-            let (j, unit) = split_owner(self.done_owners[i]);
+            let o = self.done_owners[i];
+            if o & WB_OWNER != 0 {
+                self.writeback_done(o & !WB_OWNER, now, obs);
+                continue;
+            }
+            if o & RA_OWNER != 0 {
+                self.read_done(o & !RA_OWNER, now);
+                continue;
+            }
+            let (j, unit) = split_owner(o);
             if let Some(io) = self.jobs[j].complete(unit, now) {
                 obs.io_completed(j, io, io.issue, now);
             }
@@ -524,6 +1232,7 @@ impl Simulation {
             return;
         }
         job.finished = true;
+        self.jobs_left -= 1;
         let end = job
             .end
             .max(if job.cfg.runtime.is_some() && job.cfg.time_based {

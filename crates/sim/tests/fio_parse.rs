@@ -237,8 +237,9 @@ fn duplicate_options_last_wins() {
         .remove(0);
     assert_eq!(j.iodepth, 8);
     // direct then buffered: the last one decides.
-    assert!(one("buffered=1").is_err());
+    assert!(!one("buffered=1").unwrap().jobs[0].direct);
     assert!(job("[j]\nbuffered=1\ndirect=1\n").is_ok());
+    assert!(!job("[j]\ndirect=1\nbuffered=1\nrw=write\n").unwrap().jobs[0].direct);
 }
 
 #[test]
@@ -309,15 +310,26 @@ fn error_display_has_file_and_line() {
 }
 
 #[test]
-fn buffered_default_is_an_error() {
-    let e = err("[j]\nrw=read\n");
-    assert_eq!(e.line(), Some(1));
-    assert!(e
+fn buffered_io_is_modeled_with_some_refusals() {
+    // fio's default is buffered: I/O goes through the page cache.
+    let j = job("[j]\nrw=randwrite\nfsync=1\nfsync_on_close=1\ninvalidate=0\n").unwrap();
+    let j = &j.jobs[0];
+    assert!(!j.direct && j.fsync_on_close && !j.invalidate);
+    assert_eq!(j.fadvise_hint, "1");
+    let j = job("[j]\nrw=read\nfadvise_hint=sequential\nbs=512\n").unwrap();
+    assert_eq!(j.jobs[0].fadvise_hint, "sequential");
+    assert!(err("[j]\nrw=read\nfadvise_hint=maybe\n")
         .message()
-        .contains("buffered I/O is not modeled yet; use direct=1"));
-    assert!(e.message().contains("fio defaults to buffered"));
-    let e = err("[j]\ndirect=1\nbuffered=1\n");
-    assert!(e.message().contains("buffered I/O is not modeled yet"));
+        .contains("invalid value 'maybe' for fadvise_hint"));
+    let e = err("[j]\nrw=read\nfadvise_hint=noreuse\n");
+    assert!(e.message().contains("fadvise_hint=noreuse"));
+    assert!(job("[j]\ndirect=1\nrw=read\nfadvise_hint=noreuse\n").is_ok());
+    let e = err("[j]\nrw=write\nsync=1\n");
+    assert!(e.message().contains("sync with buffered I/O"));
+    let e = err("[j]\nrw=randrw\nbs=512\n");
+    assert!(e.message().contains("part of a page"));
+    let e = err("[j]\nrw=write\noffset=1k\n");
+    assert!(e.message().contains("part of a page"));
 }
 
 #[test]
@@ -467,8 +479,8 @@ fn command_line_errors() {
             .starts_with("command line: option '--name=a': job 'a': size too small"),
         "{e}"
     );
-    let e = cli("--name=a").unwrap_err();
-    assert!(e.message().contains("buffered I/O is not modeled yet"));
+    // fio's defaults: a buffered sequential read.
+    assert!(!cli("--name=a").unwrap().jobs[0].direct);
     // A flag with a separate value: fio treats "1" as a job file.
     assert!(cli("--name=a --direct=1 --thread 1").is_err());
 }

@@ -406,6 +406,14 @@ impl Queue {
         self.hctxs[hctx as usize].tag_waiters.len()
     }
 
+    /// Whether the bio of `owner` is still asleep waiting for a scheduler tag
+    /// ([`Submitted::Sleeping`]): its task is blocked until it is not.
+    pub fn waiting_for_tag(&self, owner: u64) -> bool {
+        self.hctxs
+            .iter()
+            .any(|h| h.tag_waiters.iter().any(|b| b.owner == owner))
+    }
+
     /// When `hctx`'s run work is due, if pending.
     pub fn hctx_next_run(&self, hctx: u16) -> Option<Ns> {
         self.hctxs[hctx as usize].run_at

@@ -393,8 +393,8 @@ pub struct JobSpec {
     pub iodepth: u32,
     /// `ioengine` (default psync).
     pub ioengine: IoEngine,
-    /// O_DIRECT; always true in an accepted job, since buffered I/O is not
-    /// modeled yet.
+    /// O_DIRECT (`direct=1`, or `buffered=0`); false (fio's default) means
+    /// buffered I/O through the device's page cache (`crate::pagecache`).
     pub direct: bool,
     /// `runtime` / `timeout` in nanoseconds; `None` when unset or 0.
     pub runtime_ns: Option<u64>,
@@ -455,6 +455,15 @@ pub struct JobSpec {
     pub fdatasync_blocks: u32,
     /// `end_fsync`: one fsync when the job's I/O is done.
     pub end_fsync: bool,
+    /// `fsync_on_close`: as `end_fsync` for a job with one file (fio's `do_io`
+    /// fsyncs once at the end when either is set).
+    pub fsync_on_close: bool,
+    /// `invalidate` (default true): drop the file's page cache when the job
+    /// opens it (for a block device, `BLKFLSBUF`: write back, then drop).
+    pub invalidate: bool,
+    /// `fadvise_hint` (default "1": `POSIX_FADV_RANDOM` for random jobs,
+    /// `POSIX_FADV_SEQUENTIAL` otherwise; "0", "random", "sequential").
+    pub fadvise_hint: String,
     /// `sync=1|sync|dsync`: the file is opened O_SYNC/O_DSYNC, making direct
     /// writes FUA writes.
     pub sync: bool,

@@ -145,6 +145,12 @@ static OPTIONS: &[OptDef] = &[
     m("fsync", NONE, R),
     m("fdatasync", NONE, R),
     m("end_fsync", NONE, R),
+    m("fsync_on_close", NONE, R),
+    // Honoured for buffered jobs (the page cache is dropped at the job's
+    // start); listed as ignored for direct ones, where it changes nothing.
+    m("invalidate", NONE, R),
+    // As `invalidate`: acts on buffered reads, listed as ignored otherwise.
+    m("fadvise_hint", NONE, R),
     m("sync", NONE, R),
     OptDef {
         prio: 1,
@@ -179,7 +185,6 @@ static OPTIONS: &[OptDef] = &[
     // ---- Ignored: cannot change the simulated I/O ----
     ig("description", NONE, R, Any),
     ig("lockmem", NONE, R, Int),
-    ig("invalidate", NONE, R, Bool),
     ig("allow_mounted_write", NONE, R, Bool),
     ig("allow_file_create", NONE, R, Bool),
     ig("unique_filename", NONE, R, Bool),
@@ -188,12 +193,6 @@ static OPTIONS: &[OptDef] = &[
     ig("create_on_open", NONE, R, Bool),
     ig("unlink", NONE, R, Bool),
     ig("unlink_each_loop", NONE, R, Bool),
-    ig(
-        "fadvise_hint",
-        NONE,
-        R,
-        Check::Choice(&["0", "1", "random", "sequential", "noreuse"]),
-    ),
     ig("nice", NONE, R, Any),
     ig("uid", NONE, R, Int),
     ig("gid", NONE, R, Int),
@@ -385,7 +384,6 @@ static OPTIONS: &[OptDef] = &[
         ..nm("cpus_allowed_policy", NONE, R, &["shared"])
     },
     nm("gpu_dev_id", NONE, R, NONE),
-    nm("fsync_on_close", NONE, R, ZERO),
     nm("end_syncfs", NONE, R, ZERO),
     nm("exitall", NONE, Flag, NONE),
     nm("exit_what", NONE, R, NONE),
@@ -497,6 +495,9 @@ pub(crate) struct JobState {
     fsync: u32,
     fdatasync: u32,
     end_fsync: bool,
+    fsync_on_close: bool,
+    invalidate: bool,
+    fadvise_hint: String,
     sync: bool,
     pub kb_base: u32,
     percentile_list: Option<Vec<f64>>,
@@ -555,6 +556,9 @@ impl Default for JobState {
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
+            fsync_on_close: false,
+            invalidate: true,
+            fadvise_hint: "1".into(),
             sync: false,
             kb_base: 1024,
             percentile_list: None,
@@ -612,7 +616,12 @@ impl JobState {
                 Ok(Applied {
                     ignored: matches!(
                         def.name,
-                        "thread" | "disable_lat" | "disable_clat" | "disable_slat"
+                        "thread"
+                            | "disable_lat"
+                            | "disable_clat"
+                            | "disable_slat"
+                            | "invalidate"
+                            | "fadvise_hint"
                     ),
                 })
             }
@@ -780,6 +789,18 @@ impl JobState {
             "fsync" => self.fsync = int(0, U32_MAX)? as u32,
             "fdatasync" => self.fdatasync = int(0, U32_MAX)? as u32,
             "end_fsync" => self.end_fsync = parse_bool(v)?,
+            "fsync_on_close" => self.fsync_on_close = parse_bool(v)?,
+            "invalidate" => self.invalidate = parse_bool(v)?,
+            "fadvise_hint" => {
+                let valid = ["0", "1", "random", "sequential", "noreuse"];
+                if !valid.contains(&v) {
+                    return Err(format!(
+                        "invalid value '{v}' for fadvise_hint (valid: {})",
+                        valid.join(", ")
+                    ));
+                }
+                self.fadvise_hint = v.to_string();
+            }
             // fio: none/0 → no flag, sync/1 → O_SYNC, dsync → O_DSYNC. Both make
             // direct writes to a block device FUA writes.
             "sync" => {
@@ -878,10 +899,36 @@ impl JobState {
             .clone()
             .unwrap_or_else(|| default_name.to_string());
         if !self.direct {
-            return Err(format!(
-                "job '{name}': buffered I/O is not modeled yet; use direct=1 \
-                 (fio defaults to buffered I/O when direct=1 is not given)"
-            ));
+            // Buffered I/O through the block device's page cache
+            // (crate::pagecache).
+            if self.sync {
+                return Err(format!(
+                    "job '{name}': sync with buffered I/O (O_SYNC page-cache writes) is not \
+                     modeled yet; use direct=1 or fsync=1"
+                ));
+            }
+            if self.fadvise_hint == "noreuse" {
+                return Err(format!(
+                    "job '{name}': fadvise_hint=noreuse (POSIX_FADV_NOREUSE's LRU aging) is \
+                     not modeled with buffered I/O; use 0, 1, random or sequential"
+                ));
+            }
+            let page = crate::pagecache::PAGE_SIZE;
+            let sizes = match &self.bssplit[1] {
+                Some(t) => t.iter().map(|e| e.0).collect(),
+                None => vec![self.bs[1], self.bs_max[1]],
+            };
+            let writes = !matches!(self.rw, RwMode::Read | RwMode::RandRead);
+            if writes
+                && (sizes.iter().any(|b| !b.is_multiple_of(page))
+                    || !self.offset.is_multiple_of(page))
+            {
+                return Err(format!(
+                    "job '{name}': buffered writes of part of a page (bs or offset not a \
+                     multiple of {page}) read the page first, which is not modeled yet; \
+                     use page-multiple sizes or direct=1"
+                ));
+            }
         }
         if self.numjobs == 0 {
             return Err(format!("job '{name}': numjobs must be at least 1"));
@@ -1009,6 +1056,9 @@ impl JobState {
             fsync_blocks: self.fsync,
             fdatasync_blocks: self.fdatasync,
             end_fsync: self.end_fsync,
+            fsync_on_close: self.fsync_on_close,
+            invalidate: self.invalidate,
+            fadvise_hint: self.fadvise_hint.clone(),
             sync: self.sync,
             kb_base: self.kb_base,
             percentile_list: self.percentile_list.clone(),
