@@ -618,13 +618,17 @@ impl Job {
     }
 
     /// An fsync is due (fio's `get_rw_ddir`: every `fsync_blocks` writes issued).
-    /// A buffered write completes inside its system call, so a buffered job's
-    /// fsync follows the write's completion.
+    /// A buffered write completes inside its system call, and so does every I/O of
+    /// a synchronous engine (psync, sync, pvsync: `queue` returns
+    /// `FIO_Q_COMPLETED`), so their fsync follows the write's completion; an
+    /// asynchronous engine's fsync only waits until nothing is left uncommitted
+    /// (libaio's `queue` returns `FIO_Q_BUSY` while `ld->queued`), writes still in
+    /// flight.
     pub fn sync_due(&self) -> bool {
         let n = self.cfg.fsync_blocks as u64;
         n > 0
             && !self.sync_inflight
-            && (!self.cfg.buffered || self.inflight == 0)
+            && ((!self.cfg.buffered && self.cfg.async_engine) || self.inflight == 0)
             && !self.stalled()
             && self.writes_issued > 0
             && self.writes_issued.is_multiple_of(n)
