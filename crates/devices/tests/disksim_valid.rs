@@ -1,9 +1,9 @@
 //! The six DiskSim validation drives: import each, replay its trace in validate mode,
 //! and hold the demerit (DiskSim's `rms`) against DiskSim's own published figure.
 //!
-//! The data is third-party and not in the repository: it is found through
-//! `IOSCHED_DATA` or `../shared/data` beside the repository root; without it these
-//! tests say so and pass.
+//! The data is DiskSim's (Carnegie Mellon University), kept in `data/disksim-valid/`
+//! with its COPYING notice (or found through `IOSCHED_DATA`); without it these tests
+//! say so and pass.
 
 use devices::disksim::{demerit, import, trace, TableDisk};
 use std::path::PathBuf;

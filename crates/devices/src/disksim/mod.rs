@@ -13,15 +13,14 @@ pub use import::{import, Imported};
 pub use model::{TableDisk, TableParams};
 pub use params::DiskSimError;
 
-/// Where DiskSim's validation drives are: `$IOSCHED_DATA/disksim-valid`, or by default
-/// `shared/data/disksim-valid` beside the repository. `None` (with a line on stderr
-/// saying so) when they are absent, so that tests needing them can skip plainly.
+/// Where DiskSim's validation drives are: `$IOSCHED_DATA/disksim-valid` if set, else
+/// the copy in the repository (`data/disksim-valid`, with DiskSim's COPYING notice).
+/// `None` (with a line on stderr saying so) when they are absent, so that tests
+/// needing them can skip plainly.
 pub fn validation_data_dir() -> Option<std::path::PathBuf> {
     let base = std::env::var_os("IOSCHED_DATA")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
-        });
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data"));
     let d = base.join("disksim-valid");
     if d.join("atlas_III.parv").exists() {
         Some(d)
