@@ -57,7 +57,10 @@ fn tunables_have_kernel_names_units_and_defaults() {
             "slice_idle",
             "slice_idle_us",
             "strict_guarantees",
-            "timeout_sync"
+            "timeout_sync",
+            // iosched-only switches, listed after the kernel's ten.
+            "injection",
+            "queue_merging"
         ]
     );
     let get = |n: &str| h.b.get_tunable(n).unwrap();

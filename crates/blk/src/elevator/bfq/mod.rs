@@ -1548,6 +1548,18 @@ impl Elevator for Bfq {
                 self.jiffies_to_msecs(self.bfq_timeout_const()).to_string(),
                 "budget timeout of the queue in service",
             ),
+            t(
+                "injection",
+                "bool",
+                "1".into(),
+                "(iosched only, not in sysfs) 0: a plugged queue never lets other queues' I/O in",
+            ),
+            t(
+                "queue_merging",
+                "bool",
+                "1".into(),
+                "(iosched only, not in sysfs) 0: no early or stable queue merging",
+            ),
         ]
     }
 
