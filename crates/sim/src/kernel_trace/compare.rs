@@ -316,23 +316,31 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
     // The recorded refusals our scheduler reproduces (it returns nothing there too),
     // replayed as dispatch calls; a refusal where ours would dispatch is skipped (a
     // call that dispatched could not be undone).
+    // A refusal is replayed at the first position of its range where ours refuses.
     let mut refused: Vec<usize> = Vec::new();
     let mut pending = c.refusals.iter().copied().peekable();
+    let mut open: Vec<(usize, usize)> = Vec::new();
     for (i, op) in c.ops.iter().enumerate() {
         if i > 0 {
             note_depths(&r, c.ops[i - 1].t, &mut depths, &mut rep.depth_changes);
         }
-        while let Some(p) = pending.next_if(|&p| p <= i) {
-            if p != i {
-                continue;
-            }
+        while let Some(w) = pending.next_if(|&(a, _)| a <= i) {
+            open.push(w);
+        }
+        let mut k = 0;
+        while k < open.len() {
+            let (_, latest) = open[k];
             let mut probe = rebuild(c, i, &refused)?;
             if refuse(&mut probe, c, i)?.is_none() {
                 refuse(&mut r, c, i)?;
                 refused.push(i);
                 rep.refusals += 1;
-            } else {
+                open.remove(k);
+            } else if latest <= i {
                 rep.refusals_not_reproduced += 1;
+                open.remove(k);
+            } else {
+                k += 1;
             }
         }
         let Some(k) = c.expected[i] else {

@@ -43,9 +43,10 @@ pub struct Converted {
     pub depth_changes: Vec<DepthChange>,
     /// When the kernel's `kyber_timer_fn` ran, on the ops' clock.
     pub timer_runs: Vec<u64>,
-    /// Dispatch runs in which the scheduler returned nothing, each as the index of
-    /// the op it came before (ascending; see [`refusals`]).
-    pub refusals: Vec<usize>,
+    /// Dispatch runs in which the scheduler returned nothing, each as the range of
+    /// op indices it may have come before, earliest and latest (ascending by the
+    /// earliest; see [`refusals`]).
+    pub refusals: Vec<(usize, usize)>,
 }
 
 /// A token-pool resize: at `t` (ns, the ops' clock) `domain`'s depth became `depth`.
@@ -384,13 +385,14 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
 /// is the timer most often armed by a task right after its own insert on the device
 /// (the insert's queue run); other one-jiffy delayed works are ignored. A refusal
 /// armed by a task whose last event on the device is an insert ran right after that
-/// insert (the same call chain); one armed by another task (the kblockd worker) ran
-/// just before the `timer_start`.
+/// insert (the same call chain) and before the `timer_start`, on either side of the
+/// other CPU's events traced in between (that CPU may have taken the request first);
+/// one armed by another task (the kblockd worker) ran just before the `timer_start`.
 fn refusals(
     events: &[&BlockEvent],
     delays: &[super::parse::RunDelay],
     source_line: &[usize],
-) -> Vec<usize> {
+) -> Vec<(usize, usize)> {
     // The last event of `pid` on the device before trace line `line`.
     let last_of = |pid: u32, line: usize| {
         let end = events.partition_point(|e| e.line < line);
@@ -408,18 +410,19 @@ fn refusals(
     let Some(&(timer, _)) = counts.iter().max_by_key(|(_, n)| *n) else {
         return Vec::new();
     };
-    let mut out: Vec<usize> = delays
+    let mut out: Vec<(usize, usize)> = delays
         .iter()
         .filter(|d| d.timer == timer)
-        .filter_map(|d| match after_insert(d) {
-            // Right after the op of that insert (absent when the insert was dropped).
-            Some(ins) => source_line
-                .iter()
-                .position(|&l| l == ins.line)
-                .map(|j| j + 1),
-            None => Some(source_line.partition_point(|&l| l < d.line)),
+        .filter_map(|d| {
+            let latest = source_line.partition_point(|&l| l < d.line);
+            let earliest = match after_insert(d) {
+                // Right after the op of that insert (absent when the insert was dropped).
+                Some(ins) => source_line.iter().position(|&l| l == ins.line)? + 1,
+                None => latest,
+            };
+            Some((earliest, latest))
         })
-        .filter(|&p| p > 0)
+        .filter(|&(a, _)| a > 0)
         .collect();
     out.sort_unstable();
     out.dedup();
@@ -476,7 +479,8 @@ mod tests {
         let (kt, _, c) = super::super::load(t, "bfq", None);
         assert_eq!(kt.run_delays.len(), 3);
         assert_eq!(c.ops.len(), 6);
-        // Before op 3 (the insert of 808) and before op 5 (the issue of 9000).
-        assert_eq!(c.refusals, [3, 5]);
+        // Between the insert of 9000 and its timer (before op 3, the insert of 808,
+        // or op 4, the kblockd worker's issue), and before op 5 (the issue of 9000).
+        assert_eq!(c.refusals, [(3, 4), (5, 5)]);
     }
 }
