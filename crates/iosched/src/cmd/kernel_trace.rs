@@ -151,6 +151,8 @@ fn compare(a: CompareArgs) -> Result<()> {
             "exact_pct": rep.exact_pct(),
             "explained_pct": rep.explained_pct(),
             "missing": rep.missing,
+            "refusals": rep.refusals,
+            "refusals_not_reproduced": rep.refusals_not_reproduced,
             "stopped": rep.stopped,
             "depth_changes_kernel": conv.depth_changes.iter().map(|d| serde_json::json!({"t": d.t, "domain": d.domain, "depth": d.depth})).collect::<Vec<_>>(),
             "depth_changes_ours": rep.depth_changes.iter().map(|d| serde_json::json!({"t": d.t, "domain": d.domain, "depth": d.depth})).collect::<Vec<_>>(),
@@ -205,6 +207,12 @@ fn compare(a: CompareArgs) -> Result<()> {
             out.push_str(&format!(
                 "not compared: {} (the kernel's request was merged away in our replay)\n",
                 rep.missing
+            ));
+        }
+        if rep.refusals + rep.refusals_not_reproduced > 0 {
+            out.push_str(&format!(
+                "refused dispatch runs (blk-mq re-run timer): {} replayed, {} where {} would dispatch\n",
+                rep.refusals, rep.refusals_not_reproduced, a.sched
             ));
         }
         if let Some(s) = &rep.stopped {

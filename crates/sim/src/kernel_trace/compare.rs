@@ -83,6 +83,11 @@ pub struct CompareReport {
     pub missing: usize,
     /// Set when the comparison had to stop early (e.g. the scheduler cannot be forced).
     pub stopped: Option<String>,
+    /// Recorded refused dispatch runs ([`Converted::refusals`]) replayed as dispatch
+    /// calls (ours returned nothing there too).
+    pub refusals: usize,
+    /// Recorded refused dispatch runs where ours would have dispatched (skipped).
+    pub refusals_not_reproduced: usize,
     /// Our token-pool resizes during the replay (kyber), to set beside the kernel's
     /// ([`Converted::depth_changes`]); `t` is the op after which the change was seen.
     pub depth_changes: Vec<DepthChange>,
@@ -149,15 +154,18 @@ fn forced_ok(r: &mut Replayer, op: &TraceOp, k: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Replay `ops` with every dispatch forced to the kernel's choice.
-fn rebuild<'a>(
-    c: &Converted,
-    ops: impl IntoIterator<Item = (&'a TraceOp, Option<u64>)>,
-) -> Result<Replayer, String> {
+/// Replay ops `..end` with every dispatch forced to the kernel's choice and the
+/// refused dispatch runs in `refused` (positions below `end`) replayed as dispatch
+/// calls.
+fn rebuild(c: &Converted, end: usize, refused: &[usize]) -> Result<Replayer, String> {
     let mut r = new_replayer(c)?;
-    for (op, exp) in ops {
+    let mut next = refused.iter().copied().peekable();
+    for (j, (op, exp)) in c.ops[..end].iter().zip(&c.expected[..end]).enumerate() {
+        while next.next_if(|&p| p <= j).is_some_and(|p| p == j) {
+            refuse(&mut r, c, j)?;
+        }
         match (&op.kind, exp) {
-            (OpKind::Dispatch, Some(k)) => forced_ok(&mut r, op, k)?,
+            (OpKind::Dispatch, Some(k)) => forced_ok(&mut r, op, *k)?,
             (OpKind::Dispatch, None) => {}
             _ => {
                 apply_tolerant(&mut r, op)?;
@@ -165,6 +173,18 @@ fn rebuild<'a>(
         }
     }
     Ok(r)
+}
+
+/// The refused dispatch run before op `j` (`j > 0`): a dispatch call at the time of
+/// the op before. Returns what our scheduler dispatched (it should be nothing).
+fn refuse(r: &mut Replayer, c: &Converted, j: usize) -> Result<Option<u64>, String> {
+    let prev = &c.ops[j - 1];
+    let op = TraceOp {
+        t: prev.t,
+        jiffies: prev.jiffies,
+        kind: OpKind::Dispatch,
+    };
+    Ok(r.apply(&op)?.flatten())
 }
 
 fn new_replayer(c: &Converted) -> Result<Replayer, String> {
@@ -190,10 +210,6 @@ fn apply_tolerant(r: &mut Replayer, op: &TraceOp) -> Result<bool, String> {
     Ok(true)
 }
 
-fn prefix(c: &Converted, end: usize) -> impl Iterator<Item = (&TraceOp, Option<u64>)> {
-    c.ops[..end].iter().zip(c.expected[..end].iter().copied())
-}
-
 /// Does moving decision `i` (kernel chose `k`) earlier or later make us choose `k`?
 fn try_explain(
     c: &Converted,
@@ -201,6 +217,7 @@ fn try_explain(
     k: u64,
     ours: Option<u64>,
     o: &CompareOptions,
+    refused: &[usize],
 ) -> Option<&'static str> {
     // Swapped issue order: what we chose, the kernel issued shortly after.
     if let Some(x) = ours {
@@ -235,7 +252,7 @@ fn try_explain(
         }
         moved += 1;
         let (t, jiffies) = (c.ops[s].t, c.ops[s].jiffies);
-        let mut r = rebuild(c, prefix(c, s)).ok()?;
+        let mut r = rebuild(c, s, refused).ok()?;
         let mut ok = true;
         for j in s..i {
             if is_dispatch(j) {
@@ -272,7 +289,7 @@ fn try_explain(
     while m < o.window && e < c.ops.len() && !is_dispatch(e) {
         e += 1;
         m += 1;
-        let mut r = rebuild(c, prefix(c, i)).ok()?;
+        let mut r = rebuild(c, i, refused).ok()?;
         for op in &c.ops[i + 1..e] {
             apply_tolerant(&mut r, op).ok()?;
         }
@@ -296,9 +313,35 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
     let mut rep = CompareReport::default();
     let mut r = new_replayer(c)?;
     let mut depths = pool_depths(&r);
+    // The recorded refusals our scheduler reproduces (it returns nothing there too),
+    // replayed as dispatch calls; a refusal where ours would dispatch is skipped (a
+    // call that dispatched could not be undone).
+    // A refusal is replayed at the first position of its range where ours refuses.
+    let mut refused: Vec<usize> = Vec::new();
+    let mut pending = c.refusals.iter().copied().peekable();
+    let mut open: Vec<(usize, usize)> = Vec::new();
     for (i, op) in c.ops.iter().enumerate() {
         if i > 0 {
             note_depths(&r, c.ops[i - 1].t, &mut depths, &mut rep.depth_changes);
+        }
+        while let Some(w) = pending.next_if(|&(a, _)| a <= i) {
+            open.push(w);
+        }
+        let mut k = 0;
+        while k < open.len() {
+            let (_, latest) = open[k];
+            let mut probe = rebuild(c, i, &refused)?;
+            if refuse(&mut probe, c, i)?.is_none() {
+                refuse(&mut r, c, i)?;
+                refused.push(i);
+                rep.refusals += 1;
+                open.remove(k);
+            } else if latest <= i {
+                rep.refusals_not_reproduced += 1;
+                open.remove(k);
+            } else {
+                k += 1;
+            }
         }
         let Some(k) = c.expected[i] else {
             apply_tolerant(&mut r, op)
@@ -321,7 +364,7 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             continue;
         }
         let explanation = if o.explain {
-            try_explain(c, i, k, ours, o)
+            try_explain(c, i, k, ours, o, &refused)
         } else {
             None
         };
@@ -336,7 +379,7 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             ours,
             explanation,
         });
-        match rebuild(c, prefix(c, i + 1)) {
+        match rebuild(c, i + 1, &refused) {
             Ok(nr) => r = nr,
             Err(e) => {
                 rep.stopped = Some(e);

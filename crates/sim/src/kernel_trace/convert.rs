@@ -43,6 +43,10 @@ pub struct Converted {
     pub depth_changes: Vec<DepthChange>,
     /// When the kernel's `kyber_timer_fn` ran, on the ops' clock.
     pub timer_runs: Vec<u64>,
+    /// Dispatch runs in which the scheduler returned nothing, each as the range of
+    /// op indices it may have come before, earliest and latest (ascending by the
+    /// earliest; see [`refusals`]).
+    pub refusals: Vec<(usize, usize)>,
 }
 
 /// A token-pool resize: at `t` (ns, the ops' clock) `domain`'s depth became `depth`.
@@ -189,6 +193,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         },
         depth_changes: Vec::new(),
         timer_runs: Vec::new(),
+        refusals: Vec::new(),
     };
     if sched == "kyber" {
         for k in kt.kyber.iter().filter(|k| k.dev == dev) {
@@ -212,7 +217,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
     let mut requeued: Vec<(Dir, u64)> = Vec::new();
     let mut next_id = 1u64;
     let mut last_t = 0u64;
-    for e in events {
+    for e in events.iter().copied() {
         // tracefs sorts per-CPU buffers by time; never let t go backwards anyway.
         let t = (e.ts_ns - t0).max(last_t);
         last_t = t;
@@ -367,7 +372,61 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         let mut k = keep.iter();
         c.source_line.retain(|_| *k.next().unwrap());
     }
+    c.refusals = refusals(&events, &kt.run_delays, &c.source_line);
     c
+}
+
+/// Where the recorded dispatch runs that found work but got nothing from the
+/// scheduler fall among the ops. A refusal leaves no block event, but blk-mq then
+/// re-runs the queue one jiffy later (`__blk_mq_do_dispatch_sched`: nothing
+/// dispatched and `run_queue` set → `blk_mq_delay_run_hw_queues(q,
+/// BLK_MQ_BUDGET_DELAY)`), which arms the hardware queue's delayed work: a
+/// `timer_start` of `delayed_work_timer_fn` with `[timeout=1]`. The device's work item
+/// is the timer most often armed by a task right after its own insert on the device
+/// (the insert's queue run); other one-jiffy delayed works are ignored. A refusal
+/// armed by a task whose last event on the device is an insert ran right after that
+/// insert (the same call chain) and before the `timer_start`, on either side of the
+/// other CPU's events traced in between (that CPU may have taken the request first);
+/// one armed by another task (the kblockd worker) ran just before the `timer_start`.
+fn refusals(
+    events: &[&BlockEvent],
+    delays: &[super::parse::RunDelay],
+    source_line: &[usize],
+) -> Vec<(usize, usize)> {
+    // The last event of `pid` on the device before trace line `line`.
+    let last_of = |pid: u32, line: usize| {
+        let end = events.partition_point(|e| e.line < line);
+        events[..end].iter().rev().find(|e| e.pid == pid).copied()
+    };
+    let after_insert =
+        |d: &super::parse::RunDelay| last_of(d.pid, d.line).filter(|e| e.kind == BlockKind::Insert);
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for d in delays.iter().filter(|d| after_insert(d).is_some()) {
+        match counts.iter_mut().find(|(t, _)| *t == d.timer) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((&d.timer, 1)),
+        }
+    }
+    let Some(&(timer, _)) = counts.iter().max_by_key(|(_, n)| *n) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(usize, usize)> = delays
+        .iter()
+        .filter(|d| d.timer == timer)
+        .filter_map(|d| {
+            let latest = source_line.partition_point(|&l| l < d.line);
+            let earliest = match after_insert(d) {
+                // Right after the op of that insert (absent when the insert was dropped).
+                Some(ins) => source_line.iter().position(|&l| l == ins.line)? + 1,
+                None => latest,
+            };
+            Some((earliest, latest))
+        })
+        .filter(|&(a, _)| a > 0)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 impl Converted {
@@ -391,5 +450,37 @@ impl Converted {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A refusal armed by the inserting task comes right after its insert (even when
+    /// another CPU's event is traced in between); one armed by the kblockd worker
+    /// comes where its timer was armed; other one-jiffy delayed works (another timer,
+    /// armed by a task with no event on the device) are not refusals.
+    #[test]
+    fn refusals_from_the_re_run_timer() {
+        let t = "\
+# iosched: format=kernel-trace 1
+# iosched: hz=250
+# iosched: dev=7,0
+# iosched: sched=bfq
+             fio-100     [000] d..1.   100.000010: block_rq_insert: 7,0 R 4096 () 800 + 8 be,0,4 [fio]
+             fio-100     [000] .....   100.000012: block_rq_issue: 7,0 R 4096 () 800 + 8 be,0,4 [fio]
+             fio-101     [001] d..1.   100.000020: block_rq_insert: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+             fio-100     [000] d..1.   100.000021: block_rq_insert: 7,0 R 4096 () 808 + 8 be,0,4 [fio]
+             fio-101     [001] d..1.   100.000022: timer_start: timer=00000000aaaa function=delayed_work_timer_fn expires=1001 [timeout=1] bucket_expiry=1002 cpu=1 idx=1 flags=I
+     kworker/u8:0-77     [001] d..1.   100.000023: timer_start: timer=00000000bbbb function=delayed_work_timer_fn expires=1001 [timeout=1] bucket_expiry=1002 cpu=1 idx=1 flags=I
+     kworker/0:1H-54     [000] .....   100.000030: block_rq_issue: 7,0 R 4096 () 808 + 8 be,0,4 [kworker/0:1H]
+     kworker/0:1H-54     [000] d..1.   100.000031: timer_start: timer=00000000aaaa function=delayed_work_timer_fn expires=1001 [timeout=1] bucket_expiry=1002 cpu=0 idx=1 flags=I
+             fio-101     [001] .....   100.000040: block_rq_issue: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+";
+        let (kt, _, c) = super::super::load(t, "bfq", None);
+        assert_eq!(kt.run_delays.len(), 3);
+        assert_eq!(c.ops.len(), 6);
+        // Between the insert of 9000 and its timer (before op 3, the insert of 808,
+        // or op 4, the kblockd worker's issue), and before op 5 (the issue of 9000).
+        assert_eq!(c.refusals, [(3, 4), (5, 5)]);
     }
 }

@@ -88,6 +88,23 @@ pub struct JiffySample {
     pub jiffies: u64,
 }
 
+/// A delayed work armed one jiffy ahead (`timer_start` of `delayed_work_timer_fn`
+/// with `[timeout=1]`): the mark blk-mq leaves when a dispatch run found work but the
+/// scheduler returned nothing (`__blk_mq_do_dispatch_sched` →
+/// `blk_mq_delay_run_hw_queues(q, BLK_MQ_BUDGET_DELAY)`), among other one-jiffy
+/// delayed works; [`super::convert`] keeps the device's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDelay {
+    /// Line number in the trace file.
+    pub line: usize,
+    /// Timestamp in ns.
+    pub ts_ns: u64,
+    /// Task that armed it.
+    pub pid: u32,
+    /// The timer's address as printed (one per work item).
+    pub timer: String,
+}
+
 /// One of Kyber's own tracepoints (recorded with `--sched kyber`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KyberEventKind {
@@ -192,6 +209,8 @@ pub struct KernelTrace {
     /// Timestamps (ns) at which `kyber_timer_fn` ran (`timer_expire_entry`), with the
     /// jiffies it ran at.
     pub kyber_timer_runs: Vec<JiffySample>,
+    /// One-jiffy delayed works armed (candidate marks of refused dispatch runs).
+    pub run_delays: Vec<RunDelay>,
     /// `block_getrq` events (a request allocated for a bio: `start_time_ns` is
     /// stamped then), in file order; `kind` is [`BlockKind::Insert`] and class/level
     /// are unknown (the event does not print them).
@@ -371,6 +390,14 @@ pub fn parse(text: &str) -> KernelTrace {
                     kt.samples.push(JiffySample {
                         ts_ns: ts,
                         jiffies: e.wrapping_sub(t as u64),
+                    });
+                }
+                if t == Some(1) && field(payload, "function=") == Some("delayed_work_timer_fn") {
+                    kt.run_delays.push(RunDelay {
+                        line: n,
+                        ts_ns: ts,
+                        pid,
+                        timer: field(payload, "timer=").unwrap_or("").to_string(),
                     });
                 }
                 continue;
