@@ -161,45 +161,23 @@ fn seed2_buffered_flush_placement_is_masked_by_writeback() {
 #[test]
 fn seed2_flush_at_head_merges_more_flushes() {
     use blk::mq::FlushInsert;
-    use blk::{CgroupId, IoPrio};
+
     use sim::job::{JobConfig, RwMode};
     use sim::simulate::{NoObserver, SimConfig, Simulation};
     let job = |i: u32| JobConfig {
         name: "flushes".into(),
         job_index: i,
-        group: 0,
         rw: RwMode::RandWrite,
-        rwmixread: 50,
-        bs: [4096, 4096],
-        bs_dist: [None, None],
-        offset: 0,
         size: 1 << 30,
         io_limit: 1 << 30,
         number_ios: Some(32),
-        runtime: None,
-        time_based: false,
-        ramp_time: 0,
-        start_delay: 0,
-        depth: 1,
-        async_engine: false,
         cpu: i % 8,
         pid: 1000 + i,
-        ioprio: IoPrio::default(),
-        cgroup: CgroupId(0),
         seed: 1 + i as u64,
         norandommap: true,
-        random_dist: sim::job::RandomDist::Random,
-        batch_submit: 1,
-        plugs: false,
         fsync_blocks: 1,
-        end_fsync: false,
-        fua_writes: false,
-        buffered: false,
-        invalidate: false,
-        fadvise: sim::pagecache::Advice::Normal,
         submit_cost_ns: 1500,
-        thinktime: None,
-        rate: None,
+        ..JobConfig::default()
     };
     let flushes = |fi: FlushInsert| {
         let cfg = SimConfig {

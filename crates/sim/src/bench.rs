@@ -3,7 +3,7 @@
 
 use crate::job::{JobConfig, RwMode};
 use crate::simulate::{NoObserver, SimConfig, Simulation};
-use blk::{CgroupId, IoPrio};
+
 use std::time::Instant;
 
 /// One benchmark workload.
@@ -101,40 +101,20 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
     let jobs = (0..w.jobs)
         .map(|i| JobConfig {
             name: w.name.to_string(),
-            job_index: 0,
-            group: 0,
             rw: w.rw,
-            rwmixread: 50,
             bs: [w.bs, w.bs],
-            bs_dist: [None, None],
-            offset: 0,
             size: 1 << 30,
             io_limit: 1 << 30,
-            number_ios: None,
             runtime: Some(simulated_ms * 1_000_000),
             time_based: true,
-            ramp_time: 0,
-            start_delay: 0,
             depth: w.iodepth,
             async_engine: true,
             cpu: i,
             pid: 1000 + i,
-            ioprio: IoPrio::default(),
-            cgroup: CgroupId(0),
             seed: 42 + i as u64,
-            norandommap: false,
             random_dist: crate::job::RandomDist::Random,
-            batch_submit: 1,
-            plugs: false,
-            fsync_blocks: 0,
-            end_fsync: false,
-            fua_writes: false,
-            buffered: false,
-            invalidate: false,
             fadvise: crate::pagecache::Advice::Normal,
-            submit_cost_ns: 0,
-            thinktime: None,
-            rate: None,
+            ..JobConfig::default()
         })
         .collect();
     let dev = devices::profile(w.device)

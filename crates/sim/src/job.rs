@@ -96,6 +96,51 @@ pub struct JobConfig {
     pub rate: Option<RateLimit>,
 }
 
+impl Default for JobConfig {
+    /// A one-job fio default, as a base for hand-built jobs: `psync` 4 KiB random
+    /// reads, `direct=1`, depth 1, 1 GiB from offset 0, on CPU 0 as pid 1000, in the
+    /// root cgroup, run seed 1, no fsync, free submissions.
+    fn default() -> Self {
+        JobConfig {
+            name: "job".into(),
+            job_index: 0,
+            group: 0,
+            rw: RwMode::RandRead,
+            rwmixread: 50,
+            bs: [4096, 4096],
+            bs_dist: [None, None],
+            offset: 0,
+            size: 1 << 30,
+            io_limit: 1 << 30,
+            number_ios: None,
+            runtime: None,
+            time_based: false,
+            ramp_time: 0,
+            start_delay: 0,
+            depth: 1,
+            async_engine: false,
+            cpu: 0,
+            pid: 1000,
+            ioprio: IoPrio::default(),
+            cgroup: CgroupId(0),
+            seed: 1,
+            norandommap: false,
+            random_dist: RandomDist::Random,
+            batch_submit: 1,
+            plugs: false,
+            fsync_blocks: 0,
+            end_fsync: false,
+            fua_writes: false,
+            buffered: false,
+            invalidate: false,
+            fadvise: crate::pagecache::Advice::Normal,
+            submit_cost_ns: 0,
+            thinktime: None,
+            rate: None,
+        }
+    }
+}
+
 /// Why a job's thread stops submitting for a while.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StallKind {

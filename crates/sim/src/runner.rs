@@ -41,6 +41,25 @@ pub struct RunOptions {
     pub write_logs: bool,
 }
 
+impl RunOptions {
+    /// Options for a run on `device` as the command line gives them by default:
+    /// the job's own scheduler, no settings, seed 1, HZ 250, 8 CPUs, the engines'
+    /// submission costs, logs written, report time 0 (the epoch).
+    pub fn new(device: Profile) -> RunOptions {
+        RunOptions {
+            device,
+            scheduler: None,
+            settings: Vec::new(),
+            seed: 1,
+            hz: 250,
+            nr_cpus: 8,
+            epoch_secs: 0,
+            submit_ns: None,
+            write_logs: true,
+        }
+    }
+}
+
 /// What one I/O submission costs the job's thread by default, ns: the system call
 /// and the block layer's submission path on a current x86 server, the order of
 /// magnitude fio reports as `slat` for asynchronous engines (io_uring cheapest,

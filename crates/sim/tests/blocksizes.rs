@@ -22,15 +22,9 @@ fn run(name: &str, job: &str) -> (RunReport, Vec<(u64, u64, u64)>) {
     let text = format!("{job}write_lat_log={prefix}\nlog_offset=1\n");
     let input = parse_job_file("t.fio", &text).unwrap_or_else(|e| panic!("{e}"));
     let o = RunOptions {
-        device: devices::profile("ideal").unwrap(),
-        scheduler: None,
-        settings: Vec::new(),
         seed: 3,
-        hz: 250,
         nr_cpus: 4,
-        epoch_secs: 0,
-        submit_ns: None,
-        write_logs: true,
+        ..RunOptions::new(devices::profile("ideal").unwrap())
     };
     let plan = runner::plan(&input, &o).unwrap();
     let rep = runner::run(&input, &o, plan, None).unwrap();
@@ -171,15 +165,10 @@ fn block_size_option_errors() {
     // Sizes direct I/O cannot issue are refused when the job is planned.
     let input = parse_job_file("t.fio", "[j]\ndirect=1\nbssplit=4k/50:5000/50\n").unwrap();
     let o = RunOptions {
-        device: devices::profile("ideal").unwrap(),
-        scheduler: None,
-        settings: Vec::new(),
         seed: 3,
-        hz: 250,
         nr_cpus: 4,
-        epoch_secs: 0,
-        submit_ns: None,
         write_logs: false,
+        ..RunOptions::new(devices::profile("ideal").unwrap())
     };
     let e = runner::plan(&input, &o).err().unwrap().to_string();
     assert!(e.contains("5000 is not a multiple of 512"), "{e}");

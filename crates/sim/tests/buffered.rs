@@ -1,7 +1,7 @@
 //! Buffered I/O through the device's page cache: writes, fsync and its
 //! write-and-wait of every dirty page, with hand-computed outcomes.
 
-use blk::{CgroupId, Dir, IoPrio, Ns};
+use blk::{Dir, Ns};
 use devices::ideal::{Ideal, IdealParams};
 use sim::job::{IoDone, JobConfig, RwMode};
 use sim::simulate::{IoObserver, RunSummary, SimConfig, Simulation};
@@ -31,40 +31,19 @@ fn writer(j: u32, first: u64, n: u64, fsync: u32, submit_cost_ns: u64) -> JobCon
     let size = n * 4096;
     JobConfig {
         name: "w".into(),
-        job_index: 0,
-        group: 0,
         rw: RwMode::Write,
         rwmixread: 0,
-        bs: [4096, 4096],
-        bs_dist: [None, None],
         offset: first * 4096,
         size,
         io_limit: size,
-        number_ios: None,
-        runtime: None,
-        time_based: false,
-        ramp_time: 0,
-        start_delay: 0,
-        depth: 1,
-        async_engine: false,
         cpu: j % 8,
         pid: 1000 + j,
-        ioprio: IoPrio::default(),
-        cgroup: CgroupId(0),
         seed: j as u64,
-        norandommap: false,
-        random_dist: sim::job::RandomDist::Random,
-        batch_submit: 1,
-        plugs: false,
         fsync_blocks: fsync,
-        end_fsync: false,
-        fua_writes: false,
         buffered: true,
         invalidate: true,
-        fadvise: sim::pagecache::Advice::Normal,
         submit_cost_ns,
-        thinktime: None,
-        rate: None,
+        ..JobConfig::default()
     }
 }
 

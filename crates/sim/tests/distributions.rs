@@ -16,15 +16,9 @@ fn offsets(name: &str, job: &str) -> Vec<u64> {
     );
     let input = parse_job_file("t.fio", &text).unwrap_or_else(|e| panic!("{e}"));
     let o = RunOptions {
-        device: devices::profile("ideal").unwrap(),
-        scheduler: None,
-        settings: Vec::new(),
         seed: 11,
-        hz: 250,
         nr_cpus: 4,
-        epoch_secs: 0,
-        submit_ns: None,
-        write_logs: true,
+        ..RunOptions::new(devices::profile("ideal").unwrap())
     };
     let plan = runner::plan(&input, &o).unwrap();
     runner::run(&input, &o, plan, None).unwrap();
@@ -160,15 +154,10 @@ fn random_distribution_parsing() {
     )
     .unwrap();
     let o = RunOptions {
-        device: devices::profile("ideal").unwrap(),
-        scheduler: None,
-        settings: Vec::new(),
         seed: 1,
-        hz: 250,
         nr_cpus: 4,
-        epoch_secs: 0,
-        submit_ns: None,
         write_logs: false,
+        ..RunOptions::new(devices::profile("ideal").unwrap())
     };
     let e = runner::plan(&input, &o).err().unwrap().to_string();
     assert!(

@@ -16,15 +16,9 @@ fn tmpdir(name: &str) -> PathBuf {
 
 fn opts(device: &str) -> RunOptions {
     RunOptions {
-        device: devices::profile(device).unwrap(),
-        scheduler: None,
-        settings: Vec::new(),
         seed: 7,
-        hz: 250,
         nr_cpus: 4,
-        epoch_secs: 0,
-        submit_ns: None,
-        write_logs: true,
+        ..RunOptions::new(devices::profile(device).unwrap())
     }
 }
 

@@ -10,15 +10,9 @@ use std::path::PathBuf;
 fn run_seeded(job: &str, seed: u64) -> RunReport {
     let input = parse_job_file("t.fio", job).unwrap_or_else(|e| panic!("{e}"));
     let o = RunOptions {
-        device: devices::profile("ideal").unwrap(),
-        scheduler: None,
-        settings: Vec::new(),
         seed,
-        hz: 250,
         nr_cpus: 4,
-        epoch_secs: 0,
-        submit_ns: None,
-        write_logs: true,
+        ..RunOptions::new(devices::profile("ideal").unwrap())
     };
     let plan = runner::plan(&input, &o).unwrap();
     runner::run(&input, &o, plan, None).unwrap()

@@ -1,6 +1,6 @@
 //! End-to-end runs of the simulator with hand-computed outcomes.
 
-use blk::{CgroupId, Dir, IoPrio, Ns};
+use blk::{Dir, Ns};
 use devices::ideal::{Ideal, IdealParams};
 use sim::job::{IoDone, JobConfig, RwMode};
 use sim::simulate::{IoObserver, SimConfig, Simulation};
@@ -37,40 +37,13 @@ impl IoObserver for Count {
 fn job(rw: RwMode, depth: u32, size: u64) -> JobConfig {
     JobConfig {
         name: "t".into(),
-        job_index: 0,
-        group: 0,
         rw,
-        rwmixread: 50,
-        bs: [4096, 4096],
-        bs_dist: [None, None],
-        offset: 0,
         size,
         io_limit: size,
-        number_ios: None,
-        runtime: None,
-        time_based: false,
-        ramp_time: 0,
-        start_delay: 0,
         depth,
         async_engine: depth > 1,
-        cpu: 0,
         pid: 1,
-        ioprio: IoPrio::default(),
-        cgroup: CgroupId(0),
-        seed: 1,
-        norandommap: false,
-        random_dist: sim::job::RandomDist::Random,
-        batch_submit: 1,
-        plugs: false,
-        fsync_blocks: 0,
-        end_fsync: false,
-        fua_writes: false,
-        buffered: false,
-        invalidate: false,
-        fadvise: sim::pagecache::Advice::Normal,
-        submit_cost_ns: 0,
-        thinktime: None,
-        rate: None,
+        ..JobConfig::default()
     }
 }
 

@@ -13,16 +13,12 @@ const IO_NS: u64 = 102_048;
 fn run(job: &str) -> RunReport {
     let input = parse_job_file("t.fio", job).unwrap_or_else(|e| panic!("{e}"));
     let o = RunOptions {
-        device: devices::profile("ideal").unwrap(),
-        scheduler: None,
-        settings: Vec::new(),
         seed: 1,
-        hz: 250,
         nr_cpus: 4,
-        epoch_secs: 0,
         // Free submissions, so that only the device and the thinking take time.
         submit_ns: Some(0),
         write_logs: false,
+        ..RunOptions::new(devices::profile("ideal").unwrap())
     };
     let plan = runner::plan(&input, &o).unwrap();
     runner::run(&input, &o, plan, None).unwrap()
