@@ -451,62 +451,47 @@ impl JobStats {
     /// Percentage distribution of in-flight depth at submission
     /// (`iodepth_level`), fio's `stat_calc_dist` rounding included.
     pub fn depth_dist(&self) -> [f64; DEPTH_BUCKETS] {
-        calc_dist(&self.depth_map, self.total_ios())
+        calc_dist(&self.depth_map, self.total_ios(), 0.1)
     }
 
     /// Percentage distribution of IOs per submit call (`iodepth_submit`).
     pub fn submit_dist(&self) -> [f64; DEPTH_BUCKETS] {
-        calc_dist(&self.submit_map, self.total_submit)
+        calc_dist(&self.submit_map, self.total_submit, 0.1)
     }
 
     /// Percentage distribution of IOs per reap (`iodepth_complete`).
     pub fn complete_dist(&self) -> [f64; DEPTH_BUCKETS] {
-        calc_dist(&self.complete_map, self.total_complete)
+        calc_dist(&self.complete_map, self.total_complete, 0.1)
     }
 
     /// `latency_ns` percentages.
     pub fn lat_n_dist(&self) -> [f64; LAT_N_BUCKETS] {
-        calc_lat_dist(&self.lat_n, self.total_ios())
+        calc_dist(&self.lat_n, self.total_ios(), 0.01)
     }
 
     /// `latency_us` percentages.
     pub fn lat_u_dist(&self) -> [f64; LAT_U_BUCKETS] {
-        calc_lat_dist(&self.lat_u, self.total_ios())
+        calc_dist(&self.lat_u, self.total_ios(), 0.01)
     }
 
     /// `latency_ms` percentages.
     pub fn lat_m_dist(&self) -> [f64; LAT_M_BUCKETS] {
-        calc_lat_dist(&self.lat_m, self.total_ios())
+        calc_dist(&self.lat_m, self.total_ios(), 0.01)
     }
 }
 
-/// fio shows any non-empty depth bucket as at least 0.1% so that rare
-/// events stay visible in `%3.1f` output.
-fn calc_dist<const N: usize>(map: &[u64; N], total: u64) -> [f64; N] {
+/// Percentages of `total` per bucket, with fio's floor: a non-empty bucket shows as
+/// at least `floor` so that rare events stay visible (0.1% for the `%3.1f` depth
+/// distributions, 0.01% for the `%3.2f` latency distribution).
+fn calc_dist<const N: usize>(map: &[u64; N], total: u64, floor: f64) -> [f64; N] {
     let mut out = [0.0; N];
     if total == 0 {
         return out;
     }
     for (o, &m) in out.iter_mut().zip(map) {
         *o = m as f64 / total as f64 * 100.0;
-        if *o < 0.1 && m > 0 {
-            *o = 0.1;
-        }
-    }
-    out
-}
-
-/// Same as [`calc_dist`] with fio's 0.01% floor for the `%3.2f` latency
-/// distribution.
-fn calc_lat_dist<const N: usize>(map: &[u64; N], total: u64) -> [f64; N] {
-    let mut out = [0.0; N];
-    if total == 0 {
-        return out;
-    }
-    for (o, &m) in out.iter_mut().zip(map) {
-        *o = m as f64 / total as f64 * 100.0;
-        if *o < 0.01 && m > 0 {
-            *o = 0.01;
+        if *o < floor && m > 0 {
+            *o = floor;
         }
     }
     out
