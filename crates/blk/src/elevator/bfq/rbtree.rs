@@ -8,13 +8,18 @@
 //! depends on the tree. Nodes live in one arena indexed by queue id (a queue is in at
 //! most one tree); each tree is just its root.
 
+/// Index into [`RbNode::child`]: the rebalancing code is symmetric in the two sides
+/// and takes the side as a value instead of being written twice.
+const LEFT: usize = 0;
+const RIGHT: usize = 1;
+
 /// One queue's links (`bfqq->pos_node`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RbNode {
     /// The sector the queue is filed under.
     pub key: u64,
-    left: Option<usize>,
-    right: Option<usize>,
+    /// Left and right child.
+    child: [Option<usize>; 2],
     parent: Option<usize>,
     red: bool,
 }
@@ -29,7 +34,7 @@ pub struct RbRoot {
 /// it would take and on which side.
 enum Slot {
     Found(usize),
-    Leaf(Option<usize>, bool),
+    Leaf(Option<usize>, usize),
 }
 
 impl RbRoot {
@@ -39,20 +44,17 @@ impl RbRoot {
     }
 
     fn walk(&self, n: &[RbNode], key: u64) -> Slot {
-        let (mut cur, mut parent, mut right) = (self.root, None, false);
+        let (mut cur, mut parent, mut side) = (self.root, None, LEFT);
         while let Some(c) = cur {
             parent = Some(c);
-            if key > n[c].key {
-                right = true;
-                cur = n[c].right;
-            } else if key < n[c].key {
-                right = false;
-                cur = n[c].left;
-            } else {
-                return Slot::Found(c);
-            }
+            side = match key.cmp(&n[c].key) {
+                std::cmp::Ordering::Greater => RIGHT,
+                std::cmp::Ordering::Less => LEFT,
+                std::cmp::Ordering::Equal => return Slot::Found(c),
+            };
+            cur = n[c].child[side];
         }
-        Slot::Leaf(parent, right)
+        Slot::Leaf(parent, side)
     }
 
     /// `bfq_rq_pos_tree_lookup`: `Ok(node)` holding `key`, else `Err(parent)` of
@@ -67,20 +69,18 @@ impl RbRoot {
     /// Link `x` under `key` unless a node already holds that key (then `false`,
     /// nothing changed): `rb_link_node` + `rb_insert_color`.
     pub fn insert(&mut self, n: &mut [RbNode], x: usize, key: u64) -> bool {
-        let Slot::Leaf(parent, right) = self.walk(n, key) else {
+        let Slot::Leaf(parent, side) = self.walk(n, key) else {
             return false;
         };
         n[x] = RbNode {
             key,
-            left: None,
-            right: None,
+            child: [None, None],
             parent,
             red: true,
         };
         match parent {
             None => self.root = Some(x),
-            Some(p) if right => n[p].right = Some(x),
-            Some(p) => n[p].left = Some(x),
+            Some(p) => n[p].child[side] = Some(x),
         }
         self.insert_fixup(n, x);
         true
@@ -88,6 +88,15 @@ impl RbRoot {
 
     fn is_red(n: &[RbNode], x: Option<usize>) -> bool {
         x.is_some_and(|x| n[x].red)
+    }
+
+    /// Which child of `p` `x` is.
+    fn side_of(n: &[RbNode], p: usize, x: Option<usize>) -> usize {
+        if n[p].child[LEFT] == x {
+            LEFT
+        } else {
+            RIGHT
+        }
     }
 
     /// Replace `old` by `new` as the child of `old`'s parent (`__rb_change_child`).
@@ -100,34 +109,26 @@ impl RbRoot {
     ) {
         match parent {
             None => self.root = new,
-            Some(p) if n[p].left == Some(old) => n[p].left = new,
-            Some(p) => n[p].right = new,
+            Some(p) => {
+                let side = Self::side_of(n, p, Some(old));
+                n[p].child[side] = new;
+            }
         }
     }
 
-    fn rotate_left(&mut self, n: &mut [RbNode], x: usize) {
-        let y = n[x].right.expect("rotation partner");
-        n[x].right = n[y].left;
-        if let Some(b) = n[y].left {
+    /// Rotate `x` down towards `dir`: its child on the other side takes its place
+    /// (`dir` = [`LEFT`] is a left rotation).
+    fn rotate(&mut self, n: &mut [RbNode], x: usize, dir: usize) {
+        let other = 1 - dir;
+        let y = n[x].child[other].expect("rotation partner");
+        n[x].child[other] = n[y].child[dir];
+        if let Some(b) = n[y].child[dir] {
             n[b].parent = Some(x);
         }
         let p = n[x].parent;
         n[y].parent = p;
         self.change_child(n, x, Some(y), p);
-        n[y].left = Some(x);
-        n[x].parent = Some(y);
-    }
-
-    fn rotate_right(&mut self, n: &mut [RbNode], x: usize) {
-        let y = n[x].left.expect("rotation partner");
-        n[x].left = n[y].right;
-        if let Some(b) = n[y].right {
-            n[b].parent = Some(x);
-        }
-        let p = n[x].parent;
-        n[y].parent = p;
-        self.change_child(n, x, Some(y), p);
-        n[y].right = Some(x);
+        n[y].child[dir] = Some(x);
         n[x].parent = Some(y);
     }
 
@@ -142,41 +143,26 @@ impl RbRoot {
                 return;
             }
             let g = n[p].parent.expect("a red node has a parent");
-            if n[g].left == Some(p) {
-                let uncle = n[g].right;
-                if Self::is_red(n, uncle) {
-                    n[uncle.unwrap()].red = false;
-                    n[p].red = false;
-                    n[g].red = true;
-                    x = g;
-                    continue;
-                }
-                let mut p = p;
-                if n[p].right == Some(x) {
-                    self.rotate_left(n, p);
-                    p = x;
-                }
+            // `side`: where the parent hangs under the grandparent; the uncle is on
+            // the other side.
+            let side = Self::side_of(n, g, Some(p));
+            let other = 1 - side;
+            let uncle = n[g].child[other];
+            if Self::is_red(n, uncle) {
+                n[uncle.unwrap()].red = false;
                 n[p].red = false;
                 n[g].red = true;
-                self.rotate_right(n, g);
-            } else {
-                let uncle = n[g].left;
-                if Self::is_red(n, uncle) {
-                    n[uncle.unwrap()].red = false;
-                    n[p].red = false;
-                    n[g].red = true;
-                    x = g;
-                    continue;
-                }
-                let mut p = p;
-                if n[p].left == Some(x) {
-                    self.rotate_right(n, p);
-                    p = x;
-                }
-                n[p].red = false;
-                n[g].red = true;
-                self.rotate_left(n, g);
+                x = g;
+                continue;
             }
+            let mut p = p;
+            if n[p].child[other] == Some(x) {
+                self.rotate(n, p, side);
+                p = x;
+            }
+            n[p].red = false;
+            n[g].red = true;
+            self.rotate(n, g, other);
             return;
         }
     }
@@ -184,31 +170,31 @@ impl RbRoot {
     /// `rb_erase`: unlink `z` (which must be in this tree). A node with two children
     /// is replaced by its in-order successor.
     pub fn erase(&mut self, n: &mut [RbNode], z: usize) {
-        let (zl, zr, zp) = (n[z].left, n[z].right, n[z].parent);
+        let ([zl, zr], zp) = (n[z].child, n[z].parent);
         // (child taking the removed position, its parent, whether a black node left)
         let (x, xp, removed_black);
         match (zl, zr) {
             (Some(zl), Some(zr)) => {
                 let mut y = zr;
-                while let Some(l) = n[y].left {
+                while let Some(l) = n[y].child[LEFT] {
                     y = l;
                 }
                 removed_black = !n[y].red;
-                let y_right = n[y].right;
+                let y_right = n[y].child[RIGHT];
                 if n[y].parent == Some(z) {
                     xp = Some(y);
                 } else {
                     let yp = n[y].parent.expect("below z");
                     xp = Some(yp);
-                    n[yp].left = y_right;
+                    n[yp].child[LEFT] = y_right;
                     if let Some(c) = y_right {
                         n[c].parent = Some(yp);
                     }
-                    n[y].right = Some(zr);
+                    n[y].child[RIGHT] = Some(zr);
                     n[zr].parent = Some(y);
                 }
                 x = y_right;
-                n[y].left = Some(zl);
+                n[y].child[LEFT] = Some(zl);
                 n[zl].parent = Some(y);
                 self.change_child(n, z, Some(y), zp);
                 n[y].parent = zp;
@@ -238,62 +224,35 @@ impl RbRoot {
             let Some(p) = parent else {
                 break;
             };
-            if n[p].left == x {
-                let mut w = n[p].right.expect("sibling of a black-short path");
-                if n[w].red {
-                    n[w].red = false;
-                    n[p].red = true;
-                    self.rotate_left(n, p);
-                    w = n[p].right.expect("sibling");
-                }
-                if !Self::is_red(n, n[w].left) && !Self::is_red(n, n[w].right) {
-                    n[w].red = true;
-                    x = Some(p);
-                    parent = n[p].parent;
-                } else {
-                    if !Self::is_red(n, n[w].right) {
-                        n[n[w].left.unwrap()].red = false;
-                        n[w].red = true;
-                        self.rotate_right(n, w);
-                        w = n[p].right.expect("sibling");
-                    }
-                    n[w].red = n[p].red;
-                    n[p].red = false;
-                    if let Some(r) = n[w].right {
-                        n[r].red = false;
-                    }
-                    self.rotate_left(n, p);
-                    x = self.root;
-                    parent = None;
-                }
+            // `x` is short of one black on `side`; `w` is its sibling.
+            let side = Self::side_of(n, p, x);
+            let other = 1 - side;
+            let mut w = n[p].child[other].expect("sibling of a black-short path");
+            if n[w].red {
+                n[w].red = false;
+                n[p].red = true;
+                self.rotate(n, p, side);
+                w = n[p].child[other].expect("sibling");
+            }
+            if !Self::is_red(n, n[w].child[LEFT]) && !Self::is_red(n, n[w].child[RIGHT]) {
+                n[w].red = true;
+                x = Some(p);
+                parent = n[p].parent;
             } else {
-                let mut w = n[p].left.expect("sibling of a black-short path");
-                if n[w].red {
-                    n[w].red = false;
-                    n[p].red = true;
-                    self.rotate_right(n, p);
-                    w = n[p].left.expect("sibling");
-                }
-                if !Self::is_red(n, n[w].left) && !Self::is_red(n, n[w].right) {
+                if !Self::is_red(n, n[w].child[other]) {
+                    n[n[w].child[side].unwrap()].red = false;
                     n[w].red = true;
-                    x = Some(p);
-                    parent = n[p].parent;
-                } else {
-                    if !Self::is_red(n, n[w].left) {
-                        n[n[w].right.unwrap()].red = false;
-                        n[w].red = true;
-                        self.rotate_left(n, w);
-                        w = n[p].left.expect("sibling");
-                    }
-                    n[w].red = n[p].red;
-                    n[p].red = false;
-                    if let Some(l) = n[w].left {
-                        n[l].red = false;
-                    }
-                    self.rotate_right(n, p);
-                    x = self.root;
-                    parent = None;
+                    self.rotate(n, w, other);
+                    w = n[p].child[other].expect("sibling");
                 }
+                n[w].red = n[p].red;
+                n[p].red = false;
+                if let Some(c) = n[w].child[other] {
+                    n[c].red = false;
+                }
+                self.rotate(n, p, side);
+                x = self.root;
+                parent = None;
             }
         }
         if let Some(x) = x {
@@ -301,17 +260,19 @@ impl RbRoot {
         }
     }
 
-    /// `rb_next`.
-    pub fn next(n: &[RbNode], x: usize) -> Option<usize> {
-        if let Some(mut r) = n[x].right {
-            while let Some(l) = n[r].left {
-                r = l;
+    /// The in-order neighbour of `x` on `dir`'s side (`rb_next` for [`RIGHT`],
+    /// `rb_prev` for [`LEFT`]).
+    fn step(n: &[RbNode], x: usize, dir: usize) -> Option<usize> {
+        let back = 1 - dir;
+        if let Some(mut c) = n[x].child[dir] {
+            while let Some(d) = n[c].child[back] {
+                c = d;
             }
-            return Some(r);
+            return Some(c);
         }
         let mut c = x;
         while let Some(p) = n[c].parent {
-            if n[p].left == Some(c) {
+            if n[p].child[back] == Some(c) {
                 return Some(p);
             }
             c = p;
@@ -319,29 +280,21 @@ impl RbRoot {
         None
     }
 
+    /// `rb_next`.
+    pub fn next(n: &[RbNode], x: usize) -> Option<usize> {
+        Self::step(n, x, RIGHT)
+    }
+
     /// `rb_prev`.
     pub fn prev(n: &[RbNode], x: usize) -> Option<usize> {
-        if let Some(mut l) = n[x].left {
-            while let Some(r) = n[l].right {
-                l = r;
-            }
-            return Some(l);
-        }
-        let mut c = x;
-        while let Some(p) = n[c].parent {
-            if n[p].right == Some(c) {
-                return Some(p);
-            }
-            c = p;
-        }
-        None
+        Self::step(n, x, LEFT)
     }
 
     /// The nodes in key order (for tests and checks).
     pub fn in_order(&self, n: &[RbNode]) -> Vec<usize> {
         let mut out = Vec::new();
         let mut x = self.root;
-        while let Some(l) = x.and_then(|x| n[x].left) {
+        while let Some(l) = x.and_then(|x| n[x].child[LEFT]) {
             x = Some(l);
         }
         while let Some(c) = x {
@@ -365,11 +318,12 @@ impl RbRoot {
             if n[x].parent != parent {
                 return Err(format!("node {x}: wrong parent link"));
             }
-            if n[x].red && (RbRoot::is_red(n, n[x].left) || RbRoot::is_red(n, n[x].right)) {
+            let [left, right] = n[x].child;
+            if n[x].red && (RbRoot::is_red(n, left) || RbRoot::is_red(n, right)) {
                 return Err(format!("red node {x} has a red child"));
             }
-            let l = black_height(n, n[x].left, Some(x))?;
-            let r = black_height(n, n[x].right, Some(x))?;
+            let l = black_height(n, left, Some(x))?;
+            let r = black_height(n, right, Some(x))?;
             if l != r {
                 return Err(format!("node {x}: black heights {l} != {r}"));
             }
