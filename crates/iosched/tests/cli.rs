@@ -751,3 +751,55 @@ fn buffered_sequential_reads_run_with_readahead() {
     assert_eq!(v["disk_util"][0]["read_ios"].as_u64(), Some(12));
     assert_eq!(v["disk_util"][0]["read_sectors"].as_u64(), Some(316 * 8));
 }
+
+/// `iosched bench`'s scheduler timing options: each bad value is one clear error,
+/// exit 2, nothing on stdout (checked before any timing runs).
+#[test]
+fn bench_option_errors() {
+    assert_bad(
+        &iosched(&["bench", "--sched", "nope"]),
+        &["unknown scheduler 'nope'"],
+    );
+    assert_bad(
+        &iosched(&[
+            "bench",
+            "--sched",
+            "mq-deadline",
+            "--set",
+            "mq-deadline.variant=bogus",
+        ]),
+        &["unknown variant", "per-cpu-stats"],
+    );
+    assert_bad(
+        &iosched(&[
+            "bench",
+            "--sched",
+            "mq-deadline",
+            "--set",
+            "kyber.read_lat_nsec=1",
+        ]),
+        &["kyber is not benchmarked"],
+    );
+    assert_bad(
+        &iosched(&["bench", "--sched", "kyber", "--vary", "kyber.variant"]),
+        &["expected SCHED.NAME=V1,V2"],
+    );
+    assert_bad(
+        &iosched(&[
+            "bench",
+            "--sched",
+            "kyber",
+            "--vary",
+            "kyber.variant=mainline,",
+        ]),
+        &["non-empty values"],
+    );
+    assert_bad(
+        &iosched(&["bench", "--sched", "none", "--cpus", "0"]),
+        &["--cpus"],
+    );
+    assert_bad(
+        &iosched(&["bench", "--sched", "none", "--queued", "0"]),
+        &["--queued"],
+    );
+}

@@ -534,6 +534,19 @@ mod tests {
     }
 
     #[test]
+    fn bad_task_cgroup_lines_are_reported() {
+        let kt = parse("# iosched: task_cgroup=12 /a\n# iosched: task_cgroup=x /b\n# iosched: task_cgroup=13 b\n");
+        assert_eq!(kt.meta.task_cgroups.len(), 1);
+        assert_eq!(
+            kt.skipped,
+            vec![
+                (2, "bad task_cgroup line 'x /b'".to_string()),
+                (3, "bad task_cgroup line '13 b'".to_string())
+            ]
+        );
+    }
+
+    #[test]
     fn kyber_events() {
         let kt = parse(
             "  kworker/0:1H-80 [000] ..s1.  10.000001: kyber_latency: 7,1 READ I/O p90 8/8 samples=512\n\
