@@ -55,6 +55,9 @@ pub struct DeviceInfo {
     /// The scheduler the kernel would attach by default (`mq-deadline` for single-queue
     /// devices, `none` for multi-queue ones).
     pub default_scheduler: &'static str,
+    /// Requests complete inside `queue_rq`, on the submitting CPU, without an
+    /// interrupt (null_blk `irqmode=0`).
+    pub inline_completion: bool,
 }
 
 /// A device model; see the crate docs.

@@ -274,6 +274,7 @@ impl Raid0 {
             max_segments: 128,
             nr_hw_queues: 1,
             default_scheduler: "mq-deadline",
+            inline_completion: false,
         };
         let bio = Bio {
             op: Op::Read,

@@ -365,6 +365,7 @@ impl Flash {
             } else {
                 "none"
             },
+            inline_completion: false,
         };
         Flash {
             units,

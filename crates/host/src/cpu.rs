@@ -276,32 +276,14 @@ impl Cpus {
         self.cpus[c as usize].time
     }
 
-    /// Give thread `t` an item: it runs at once if the thread is on its CPU between
-    /// two items, after its current item if it is busy, and otherwise the thread
-    /// wakes up.
+    /// Give thread `t` an item: a busy thread runs it after its current item (a
+    /// thread between two items, whose last item's token is being handled, at
+    /// [`Cpus::settle`]); a sleeping thread wakes up.
     pub fn run(&mut self, now: u64, t: ThreadId, item: Item) {
         let th = &mut self.threads[t as usize];
-        match th.state {
-            State::Running => {
-                let c = th.cpu as usize;
-                let cur = self.cpus[c].cur;
-                match cur {
-                    Some(Current {
-                        ctx: Ctx::Thread(x),
-                        item: None,
-                        spinning: false,
-                        ..
-                    }) if x == t => {
-                        self.start(now, c as u32, Ctx::Thread(t), item);
-                    }
-                    _ => self.threads[t as usize].pending.push_back(item),
-                }
-            }
-            State::Runnable => th.pending.push_back(item),
-            State::Blocked => {
-                th.pending.push_back(item);
-                self.wake(now, t);
-            }
+        th.pending.push_back(item);
+        if th.state == State::Blocked {
+            self.wake(now, t);
         }
     }
 
@@ -352,6 +334,11 @@ impl Cpus {
         let spun = now.saturating_sub(cur.since);
         self.account(c, cur.ctx, cur.since, now, 0, spun, true);
         self.start(now, c, cur.ctx, item);
+    }
+
+    /// Is thread `t` asleep (not running, not runnable)?
+    pub fn is_sleeping(&self, t: ThreadId) -> bool {
+        self.threads[t as usize].state == State::Blocked
     }
 
     /// Is CPU `c` running nothing, with nothing waiting?

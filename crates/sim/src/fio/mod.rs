@@ -430,6 +430,9 @@ pub struct JobSpec {
     pub ioscheduler: Option<String>,
     /// `cpus_allowed`, expanded and sorted (e.g. "0-3,5" → 0,1,2,3,5).
     pub cpus_allowed: Option<Vec<u32>>,
+    /// `cpus_allowed_policy=split`: each clone gets one CPU of the set (clone *k*
+    /// the *k*-th, wrapping); `shared` (the default): every clone may run on all.
+    pub cpus_allowed_split: bool,
     /// `cgroup`.
     pub cgroup: Option<String>,
     /// `cgroup_weight` (100..=1000, as in fio's option table).

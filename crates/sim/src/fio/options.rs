@@ -381,7 +381,7 @@ static OPTIONS: &[OptDef] = &[
     nm("cpumask", NONE, R, NONE),
     OptDef {
         prio: 1,
-        ..nm("cpus_allowed_policy", NONE, R, &["shared"])
+        ..m("cpus_allowed_policy", NONE, R)
     },
     nm("gpu_dev_id", NONE, R, NONE),
     nm("end_syncfs", NONE, R, ZERO),
@@ -484,6 +484,7 @@ pub(crate) struct JobState {
     stonewall: bool,
     ioscheduler: Option<String>,
     cpus_allowed: Option<Vec<u32>>,
+    cpus_allowed_split: bool,
     cgroup: Option<String>,
     cgroup_weight: Option<u32>,
     prioclass: Option<u8>,
@@ -545,6 +546,7 @@ impl Default for JobState {
             stonewall: false,
             ioscheduler: None,
             cpus_allowed: None,
+            cpus_allowed_split: false,
             cgroup: None,
             cgroup_weight: None,
             prioclass: None,
@@ -775,6 +777,13 @@ impl JobState {
             }
             "ioscheduler" => self.ioscheduler = Some(v.to_string()),
             "cpus_allowed" => self.cpus_allowed = Some(parse_cpu_list(v)?),
+            "cpus_allowed_policy" => {
+                self.cpus_allowed_split = match v {
+                    "shared" => false,
+                    "split" => true,
+                    _ => return Err(format!("expected shared or split, got '{v}'")),
+                }
+            }
             "cgroup" => self.cgroup = Some(v.to_string()),
             "cgroup_weight" => self.cgroup_weight = Some(int(100, 1000)? as u32),
             "prioclass" => self.prioclass = Some(int(0, 3)? as u8),
@@ -1045,6 +1054,7 @@ impl JobState {
             stonewall: self.stonewall,
             ioscheduler: self.ioscheduler.clone(),
             cpus_allowed: self.cpus_allowed.clone(),
+            cpus_allowed_split: self.cpus_allowed_split,
             cgroup: self.cgroup.clone(),
             cgroup_weight: self.cgroup_weight,
             prioclass: self.prioclass,

@@ -427,6 +427,8 @@ pub struct MqDeadline {
     /// Per-CPU statistics, one per possible CPU; only kept for
     /// [`Variant::PerCpuStats`].
     percpu: Vec<CpuStats>,
+    /// Work for the host model ([`Elevator::take_work`]).
+    work: std::cell::Cell<crate::elevator::ElvWork>,
 }
 
 impl MqDeadline {
@@ -454,6 +456,7 @@ impl MqDeadline {
             prio_aging_expire: j(DEFAULT_PRIO_AGING_EXPIRE_MS),
             nr_requests: params.nr_requests,
             percpu: vec![CpuStats::default(); params.nr_cpus.max(1) as usize],
+            work: Default::default(),
         }
     }
 
@@ -550,6 +553,7 @@ impl MqDeadline {
 
     /// `deadline_add_rq_rb` / `elv_rb_add`: equal sectors go right of existing ones.
     fn tree_add(&mut self, lv: usize, dir: usize, id: RqId, sector: u64) {
+        self.count_work(u64::from((self.on_fifos + 1).ilog2()) + 1, 0);
         let l = &mut self.levels[lv];
         self.sort.insert(&mut l.sort[dir], id.0, sector);
         let c = &mut l.cursor[dir];
@@ -627,11 +631,21 @@ impl MqDeadline {
     /// CPU's copy.
     fn queued(&self, lv: usize) -> u32 {
         if self.variant == Variant::PerCpuStats {
+            // Both sums read the same per-CPU structure: one cache line per CPU.
+            self.count_work(0, self.percpu.len() as u64);
             return self
                 .dd_sum(lv, EV_INSERTED)
                 .wrapping_sub(self.dd_sum(lv, EV_COMPLETED)) as u32;
         }
         self.levels[lv].stats.nr_queued
+    }
+
+    /// Count work for [`Elevator::take_work`] (from `&self`: `dd_queued` is a read).
+    fn count_work(&self, tree_steps: u64, percpu_lines: u64) {
+        let mut w = self.work.get();
+        w.tree_steps += tree_steps;
+        w.percpu_lines += percpu_lines;
+        self.work.set(w);
     }
 
     /// `dd_sum` (v5.14): one event of one level, summed over the CPUs.
@@ -828,6 +842,10 @@ impl MqDeadline {
 }
 
 impl Elevator for MqDeadline {
+    fn take_work(&mut self) -> crate::elevator::ElvWork {
+        self.work.take()
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
