@@ -122,7 +122,7 @@ impl Ideal {
             } else {
                 "none"
             },
-            inline_completion: false,
+            completion: crate::CompletionCpu::Vector,
         };
         Ideal {
             per_queue: vec![0; p.nr_hw_queues.max(1) as usize],

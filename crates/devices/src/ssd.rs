@@ -365,7 +365,7 @@ impl Flash {
             } else {
                 "none"
             },
-            inline_completion: false,
+            completion: crate::CompletionCpu::Vector,
         };
         Flash {
             units,

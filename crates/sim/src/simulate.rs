@@ -362,7 +362,7 @@ impl Simulation {
         }
         let nr_jobs = jobs.len();
         let host = cfg.host.cpus.as_ref().map(|h| {
-            host_path::HostState::new(h, cfg.nr_cpus, &queue, &jobs, info.inline_completion)
+            host_path::HostState::new(h, cfg.nr_cpus, &queue, &jobs, info.completion)
         });
         let max_sectors = queue.config().limits.max_sectors as u64;
         let ras = jobs

@@ -88,13 +88,19 @@ pub(super) struct HostState {
     pub lock_armed: Vec<Option<Ns>>,
     /// A kblockd run is queued on a CPU.
     pub kblockd_pending: bool,
-    /// The device completes inside `queue_rq` (null_blk `irqmode=0`): no interrupt.
-    inline_completion: bool,
+    /// Where the device signals completions.
+    completion: devices::CompletionCpu,
     tokens: Vec<u64>,
 }
 
 impl HostState {
-    pub fn new(h: &CpuHost, nr_cpus: u32, q: &Queue, jobs: &[JobConfig], inline: bool) -> Self {
+    pub fn new(
+        h: &CpuHost,
+        nr_cpus: u32,
+        q: &Queue,
+        jobs: &[JobConfig],
+        completion: devices::CompletionCpu,
+    ) -> Self {
         let mut cpus = host::cpu::Cpus::new(nr_cpus, h.sched_params(nr_cpus));
         let threads = jobs
             .iter()
@@ -126,7 +132,7 @@ impl HostState {
             cpu_armed: None,
             lock_armed: vec![None; nlocks],
             kblockd_pending: false,
-            inline_completion: inline,
+            completion,
             tokens: Vec::new(),
         }
     }
@@ -281,7 +287,9 @@ impl Simulation {
 
     /// The device finished `done` at `now`: their interrupt (host model).
     pub(super) fn host_device_done(&mut self, now: Ns, done: &[RqId]) {
-        let inline = self.host.as_ref().is_some_and(|h| h.inline_completion);
+        use devices::CompletionCpu as C;
+        let how = self.hs().completion;
+        let inline = matches!(how, C::Submitter { .. });
         // One interrupt per vector for what completed at this instant.
         let mut by_cpu: Vec<(u32, Vec<RqId>)> = Vec::new();
         for &id in done {
@@ -300,7 +308,10 @@ impl Simulation {
                 None => by_cpu.push((cpu, vec![id])),
             }
         }
-        let irq_ns = if inline { 0 } else { self.hs().costs.irq_ns };
+        let irq_ns = match how {
+            C::Submitter { irq: false } => 0,
+            _ => self.hs().costs.irq_ns,
+        };
         for (cpu, rqs) in by_cpu {
             let h = self.hs();
             let cpu = cpu % h.cpus.len();
