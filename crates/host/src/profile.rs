@@ -58,6 +58,7 @@ fields! {
     libaio_io_ns: "ns" = "io_submit's work per iocb (aio_read/aio_write and direct-I/O setup)",
     uring_io_ns: "ns" = "io_uring's work per SQE (io_issue_sqe and direct-I/O setup)",
     posixaio_io_ns: "ns" = "POSIX AIO's hand-off to glibc's helper thread and back, per I/O",
+    pin_ns: "ns" = "pinning a direct I/O's user pages (bio_iov_iter_get_pages), per I/O; saved by io_uring's fixedbufs (part of the engine costs above)",
     reap_ns: "ns" = "taking one completion (io_getevents event, CQE, or the read's return path)",
     wakeup_ns: "ns" = "waking a sleeping thread and switching to it (try_to_wake_up, context switch)",
     bio_ns: "ns" = "bio allocation, submit_bio and blk_mq_submit_bio, elevator and tags excluded",
@@ -80,12 +81,38 @@ fields! {
     bfq_dispatch_ns: "ns" = "BFQ: one bfq_dispatch_request call (inside bfqd->lock)",
     bfq_finish_ns: "ns" = "BFQ: bfq_finish_requeue_request (inside bfqd->lock)",
     tree_step_ns: "ns" = "one level walked in a scheduler's sorted tree (rb-tree, B-WF2Q+ service tree)",
-    percpu_line_ns: "ns" = "reading one cache line of another CPU's per-CPU counters",
+    percpu_line_ns: "ns" = "reading one cache line of another CPU's per-CPU counters from this CPU's cache (a line its CPU wrote since costs line_remote_ns instead)",
     lock_ns: "ns" = "an uncontended spinlock acquire and release",
     line_llc_ns: "ns" = "one cache-line transfer between CPUs sharing a last-level cache",
     line_remote_ns: "ns" = "one cache-line transfer between CPUs in different last-level caches or sockets",
     lock_lines: "lines" = "cache lines a new lock holder pulls over (lock word and the scheduler's hot data)",
     waiter_ns: "ns" = "extra cost of a lock hand-over per CPU spinning beside it",
+}
+
+/// The engine families a host prices differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    /// psync, sync, pvsync, pvsync2: one system call per I/O.
+    Sync,
+    /// libaio.
+    Libaio,
+    /// io_uring.
+    IoUring,
+    /// POSIX AIO (glibc's helper threads).
+    Posixaio,
+}
+
+/// The system time an engine spends per I/O before the block layer (the call's
+/// entry and exit apart); io_uring with registered buffers (`fixedbufs`) does not
+/// pin pages.
+pub fn engine_io_ns(c: &Costs, e: EngineKind, fixedbufs: bool) -> u64 {
+    match e {
+        EngineKind::Sync => c.psync_io_ns,
+        EngineKind::Libaio => c.libaio_io_ns,
+        EngineKind::IoUring if fixedbufs => c.uring_io_ns.saturating_sub(c.pin_ns),
+        EngineKind::IoUring => c.uring_io_ns,
+        EngineKind::Posixaio => c.posixaio_io_ns,
+    }
 }
 
 /// A host: CPUs and costs, or the free host.

@@ -57,6 +57,8 @@ pub struct JobConfig {
     pub cpus_allowed: Vec<u32>,
     /// The I/O engine (what a submission costs on a host model).
     pub engine: crate::fio::IoEngine,
+    /// io_uring's registered buffers (`fixedbufs`): no page pinning per I/O.
+    pub fixedbufs: bool,
     /// Task id (one per clone, as BFQ keys its queues by process).
     pub pid: u32,
     /// I/O priority.
@@ -128,6 +130,7 @@ impl Default for JobConfig {
             cpu: 0,
             cpus_allowed: Vec::new(),
             engine: crate::fio::IoEngine::Psync,
+            fixedbufs: false,
             pid: 1000,
             ioprio: IoPrio::default(),
             cgroup: CgroupId(0),

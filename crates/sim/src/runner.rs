@@ -91,15 +91,8 @@ pub fn default_submit_cost_ns(engine: crate::fio::IoEngine) -> u64 {
 
 /// A host's CPU time per I/O before the block layer: fio's own work, the system call
 /// and the engine's (what the submission item of the host model costs per I/O).
-pub fn host_submit_ns(c: &host::profile::Costs, engine: crate::fio::IoEngine) -> u64 {
-    use crate::fio::IoEngine as E;
-    let per_io = match engine {
-        E::IoUring => c.uring_io_ns,
-        E::Libaio => c.libaio_io_ns,
-        E::Posixaio => c.posixaio_io_ns,
-        E::Psync | E::Sync | E::Pvsync | E::Pvsync2 => c.psync_io_ns,
-    };
-    c.fio_io_ns + c.syscall_ns + per_io
+pub fn host_submit_ns(c: &host::profile::Costs, engine: crate::fio::IoEngine, fixedbufs: bool) -> u64 {
+    c.fio_io_ns + c.syscall_ns + host::profile::engine_io_ns(c, engine.host_kind(), fixedbufs)
 }
 
 /// Errors that stop a run before it starts.
@@ -503,6 +496,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             clones.push(JobConfig {
                 cpus_allowed,
                 engine: spec.ioengine,
+                fixedbufs: spec.fixedbufs && spec.ioengine == crate::fio::IoEngine::IoUring,
                 name: spec.name.clone(),
                 job_index: k as u32,
                 group: barrier,
@@ -567,7 +561,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 submit_cost_ns: match &opts.host.cpus {
                     // On a host model the thread's work before the lock (fio, the
                     // system call, the engine) is what fio sees as slat.
-                    Some(h) => host_submit_ns(&h.costs, spec.ioengine),
+                    Some(h) => host_submit_ns(&h.costs, spec.ioengine, spec.fixedbufs),
                     None => opts
                         .submit_ns
                         .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),

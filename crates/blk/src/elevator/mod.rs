@@ -141,6 +141,9 @@ pub struct ElvWork {
     pub tree_steps: u64,
     /// Cache lines of other CPUs' per-CPU data read (v5.14 mq-deadline's `dd_sum`).
     pub percpu_lines: u64,
+    /// Passes over every CPU's per-CPU data (each reads [`ElvWork::percpu_lines`]'s
+    /// share; the lines other CPUs keep writing cost a transfer each time).
+    pub percpu_passes: u64,
 }
 
 /// The elevator interface; see the module docs for the mapping to the kernel.
@@ -157,6 +160,14 @@ pub trait Elevator {
     /// Whether `finish_request` takes the scheduler's queue-wide lock (BFQ's
     /// `bfq_finish_requeue_request` does; mq-deadline's `dd_finish_request` does not).
     fn finish_locks(&self) -> bool {
+        false
+    }
+
+    /// Whether insertion and bio merging stay off the scheduler's lock and dispatch
+    /// is serialized (mq-deadline with the January 2024 scalability series: per-CPU
+    /// insertion lists spliced in at dispatch, a CPU finding another dispatching
+    /// leaves, merge lookups skipped when the lock is contended).
+    fn lock_split(&self) -> bool {
         false
     }
 

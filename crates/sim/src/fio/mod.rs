@@ -226,6 +226,19 @@ pub enum IoEngine {
 }
 
 impl IoEngine {
+    /// The engine as a host model prices it.
+    pub fn host_kind(self) -> host::profile::EngineKind {
+        use host::profile::EngineKind as K;
+        match self {
+            IoEngine::IoUring => K::IoUring,
+            IoEngine::Libaio => K::Libaio,
+            IoEngine::Posixaio => K::Posixaio,
+            IoEngine::Psync | IoEngine::Sync | IoEngine::Pvsync | IoEngine::Pvsync2 => K::Sync,
+        }
+    }
+}
+
+impl IoEngine {
     /// fio's name of the engine.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -419,6 +432,9 @@ pub struct JobSpec {
     pub randrepeat: bool,
     /// `norandommap`.
     pub norandommap: bool,
+    /// io_uring `fixedbufs`: registered buffers, so a direct I/O does not pin its
+    /// user pages (`bio_iov_iter_get_pages`) each time (a host-model saving).
+    pub fixedbufs: bool,
     /// `random_distribution` (skewed ones draw without fio's random map, as
     /// fio does for zipf, pareto and normal).
     pub random_distribution: RandomDist,

@@ -408,7 +408,7 @@ static OPTIONS: &[OptDef] = &[
     // Common engine-specific options (libaio / io_uring / pvsync2).
     nm("hipri", NONE, Flag, NONE),
     nm("hipri_percentage", NONE, R, NONE),
-    nm("fixedbufs", NONE, Flag, NONE),
+    m("fixedbufs", NONE, Flag),
     nm("registerfiles", NONE, Flag, NONE),
     nm("sqthread_poll", NONE, Flag, NONE),
     nm("sqthread_poll_cpu", NONE, R, NONE),
@@ -479,6 +479,7 @@ pub(crate) struct JobState {
     randseed: Option<u64>,
     randrepeat: bool,
     norandommap: bool,
+    fixedbufs: bool,
     random_distribution: RandomDist,
     number_ios: u64,
     stonewall: bool,
@@ -541,6 +542,7 @@ impl Default for JobState {
             randseed: None,
             randrepeat: true,
             norandommap: false,
+            fixedbufs: false,
             random_distribution: RandomDist::Random,
             number_ios: 0,
             stonewall: false,
@@ -664,6 +666,7 @@ impl JobState {
             "group_reporting" => self.group_reporting = flag_value(value)?,
             "new_group" => self.new_group = flag_value(value)?,
             "norandommap" => self.norandommap = flag_value(value)?,
+            "fixedbufs" => self.fixedbufs = flag_value(value)?,
             "stonewall" => self.stonewall = flag_value(value)?,
             "thread" => self.thread = flag_value(value)?,
             // fio's make_log_name: no value (or an empty one) means the job name.
@@ -1049,6 +1052,7 @@ impl JobState {
             // fio: "If randseed is set, that overrides randrepeat".
             randrepeat: self.randrepeat && self.randseed.is_none(),
             norandommap: self.norandommap,
+            fixedbufs: self.fixedbufs,
             random_distribution: self.random_distribution.clone(),
             number_ios: (self.number_ios != 0).then_some(self.number_ios),
             stonewall: self.stonewall,

@@ -72,6 +72,14 @@ pub(super) struct HostState {
     /// `none`.
     locks: Vec<SpinLock>,
     finish_locks: bool,
+    /// CPUs that keep writing their per-CPU scheduler counters: one per job thread
+    /// and the interrupt CPU (capped by the CPU count).
+    hot_cpus: u64,
+    /// Insertion off the lock, dispatch serialized ([`blk::elevator::Elevator::lock_split`]).
+    lock_split: bool,
+    /// Lock-held work done off the lock (insertions into the per-CPU lists), for
+    /// the next holder to do (`dd_do_insert` at dispatch).
+    deferred_ns: u64,
     sched: &'static str,
     /// Per job: its thread.
     threads: Vec<ThreadId>,
@@ -121,6 +129,9 @@ impl HostState {
             llc_cpus: h.llc_cpus,
             locks: (0..nlocks).map(|_| SpinLock::new()).collect(),
             finish_locks: e.finish_locks(),
+            hot_cpus: (jobs.len() as u64 + 1).min(u64::from(nr_cpus)),
+            lock_split: e.lock_split(),
+            deferred_ns: 0,
             sched: e.name(),
             threads,
             actions: Vec::new(),
@@ -142,15 +153,10 @@ impl HostState {
     }
 
     /// Per I/O, before the lock: fio's user time and the engine's system time.
-    fn submit_item(&self, engine: crate::fio::IoEngine, n: u64, tok: u64) -> Item {
-        use crate::fio::IoEngine as E;
+    fn submit_item(&self, cfg: &JobConfig, n: u64, tok: u64) -> Item {
         let c = &self.costs;
-        let per_io = match engine {
-            E::IoUring => c.uring_io_ns,
-            E::Libaio => c.libaio_io_ns,
-            E::Posixaio => c.posixaio_io_ns,
-            E::Psync | E::Sync | E::Pvsync | E::Pvsync2 => c.psync_io_ns,
-        };
+        let engine = cfg.engine;
+        let per_io = host::profile::engine_io_ns(c, engine.host_kind(), cfg.fixedbufs);
         // Synchronous engines make one system call per I/O; the asynchronous ones
         // one per batch.
         let calls = if engine.is_async() { 1 } else { n };
@@ -166,7 +172,12 @@ impl HostState {
             "bfq" => (c.bfq_insert_ns, c.bfq_dispatch_ns, c.bfq_finish_ns),
             _ => (c.none_insert_ns, c.none_dispatch_ns, 0),
         };
-        let elv = w.elv.tree_steps * c.tree_step_ns + w.elv.percpu_lines * c.percpu_line_ns;
+        // Per-CPU counters: every line is read (cached, unless written since), and
+        // the lines of CPUs that keep counting (those running the jobs, and the
+        // interrupt CPU) come over from their caches on every pass.
+        let elv = w.elv.tree_steps * c.tree_step_ns
+            + w.elv.percpu_lines * c.percpu_line_ns
+            + w.elv.percpu_passes * self.hot_cpus * c.line_remote_ns;
         let mut locked = 0;
         let mut free = w.bios * c.bio_ns
             + w.tags * c.tag_ns
@@ -197,6 +208,7 @@ impl HostState {
     fn lock_calls(&self, w: &blk::mq::Work) -> u64 {
         match self.sched {
             "kyber" => w.dispatch_calls,
+            _ if self.lock_split => w.dispatch_calls + w.merge_calls,
             _ => w.lock_calls(self.finish_locks),
         }
     }
@@ -270,9 +282,8 @@ impl Simulation {
 
     /// Job `j`'s thread starts its next submission's CPU work (host model).
     pub(super) fn host_schedule_submit(&mut self, j: usize, now: Ns, n: usize) {
-        let engine = self.jobs[j].cfg.engine;
-        let h = self.hs();
-        let item = h.submit_item(engine, n as u64, token(T_SUBMIT, j, 0));
+        let h = self.host.as_mut().expect("host model");
+        let item = h.submit_item(&self.jobs[j].cfg, n as u64, token(T_SUBMIT, j, 0));
         let t = h.threads[j];
         h.cpus.run(now.0, t, item);
     }
@@ -445,6 +456,12 @@ impl Simulation {
             return;
         };
         let h = self.hs();
+        if h.lock_split && !matches!(act, Action::Run) && h.locks[l].is_busy(now.0) {
+            // Another CPU holds the lock (dispatching): insert into the per-CPU
+            // list and leave; the run is left to whoever dispatches next.
+            self.host_exec_off_lock(now, cpu, act, obs);
+            return;
+        }
         let slot = h.store_action(act);
         match h.locks[l].acquire(now.0, cpu, slot as u64) {
             Acquire::Taken { prev } => {
@@ -509,7 +526,10 @@ impl Simulation {
         let mut hold = 0;
         if let Some((l, prev)) = lock {
             let waiters = h.locks[l].waiters();
-            hold = locked + h.lockc.acquisitions(h.lock_calls(&w).max(1), prev, cpu, waiters);
+            let deferred = std::mem::take(&mut h.deferred_ns);
+            hold = locked
+                + deferred
+                + h.lockc.acquisitions(h.lock_calls(&w).max(1), prev, cpu, waiters);
             h.locks[l].hold(now.0, hold);
         } else {
             hold += locked;
@@ -525,6 +545,37 @@ impl Simulation {
         } else {
             h.cpus.continue_on(now.0, cpu, item);
         }
+    }
+
+    /// [`Action::Submit`] or [`Action::Complete`] with the lock busy and dispatch
+    /// serialized: the state change without the queue run; the lock-held part of
+    /// the work is left to the next holder.
+    fn host_exec_off_lock(&mut self, now: Ns, cpu: u32, act: Action, obs: &mut dyn IoObserver) {
+        let _ = self.queue.take_work();
+        let next = match act {
+            Action::Submit(j) => {
+                let n = self.ios_per_call(j);
+                self.fill_now(j, now, n, obs);
+                token(T_AFTER, j, 0)
+            }
+            Action::Complete(rqs) => {
+                for &id in &rqs {
+                    self.queue.complete(now, id);
+                }
+                self.requests += rqs.len() as u64;
+                self.host_deliver(now, obs);
+                token(T_DONE, 0, 0)
+            }
+            Action::Run => unreachable!("kblockd runs take the lock"),
+        };
+        let w = self.queue.take_work();
+        let h = self.hs();
+        let (locked, free) = h.price(&w);
+        h.deferred_ns += locked;
+        // The per-CPU list's own lock, once per insertion call.
+        let list_lock = w.insert_calls * h.lockc.lock_ns;
+        let item = Item::new(0, free + list_lock, next);
+        h.cpus.continue_on(now.0, cpu, item);
     }
 
     /// Run the hardware queues if a run is due (what the caller's context does
