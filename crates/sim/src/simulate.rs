@@ -67,8 +67,8 @@ enum Ev {
     ThrottleDone(usize, u32, bool),
     /// The flusher's delayed wake-up (`wb->dwork`).
     FlusherWake,
-    /// Host model: a CPU's item (or slice) ends.
-    Cpu,
+    /// Host model: a CPU's item (or slice) ends (CPU, generation).
+    Cpu(u32, u64),
     /// Host model: a lock is handed to its first waiter.
     LockGrant(usize),
 }
@@ -464,14 +464,7 @@ impl Simulation {
                     self.done_rqs = done;
                     self.done_rqs.clear();
                 }
-                Ev::Cpu => {
-                    if let Some(h) = self.host.as_mut() {
-                        if h.cpu_armed == Some(now) {
-                            h.cpu_armed = None;
-                        }
-                    }
-                    self.host_cpu_event(now, obs);
-                }
+                Ev::Cpu(c, g) => self.host_cpu_event(now, c, g, obs),
                 Ev::LockGrant(l) => self.host_lock_grant(now, l, obs),
                 Ev::Device => {
                     if self.dev_armed == Some(now) {
@@ -540,6 +533,9 @@ impl Simulation {
             self.arm(now);
         }
         let end = self.last_event;
+        if let Some(h) = self.host.as_mut() {
+            h.finish(end);
+        }
         let host = self.host.as_ref().map(|h| HostSummary {
             jobs: (0..self.jobs.len()).map(|j| h.job_time(j)).collect(),
             cpus: (0..h.cpus.len()).map(|c| h.cpus.cpu_time(c)).collect(),

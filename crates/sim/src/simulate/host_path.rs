@@ -41,7 +41,6 @@ const T_IRQ: u64 = 4;
 const T_IPI: u64 = 5;
 const T_KBLOCKD: u64 = 6;
 const T_COPY: u64 = 7;
-const T_DONE: u64 = 8;
 
 fn token(kind: u64, a: usize, b: u32) -> u64 {
     (kind << 56) | ((a as u64 & 0xFF_FFFF) << 32) | u64::from(b)
@@ -92,7 +91,7 @@ pub(super) struct HostState {
     /// Requests the device finished, waiting for their interrupt, by slot.
     batches: Vec<Option<Vec<RqId>>>,
     free_batches: Vec<usize>,
-    pub cpu_armed: Option<Ns>,
+    arms: Vec<(u64, u32, u64)>,
     pub lock_armed: Vec<Option<Ns>>,
     /// A kblockd run is queued on a CPU.
     pub kblockd_pending: bool,
@@ -140,7 +139,7 @@ impl HostState {
             reap_armed: vec![false; jobs.len()],
             batches: Vec::new(),
             free_batches: Vec::new(),
-            cpu_armed: None,
+            arms: Vec::new(),
             lock_armed: vec![None; nlocks],
             kblockd_pending: false,
             completion,
@@ -259,6 +258,11 @@ impl HostState {
         self.cpus.thread_time(self.threads[j])
     }
 
+    /// The run ends at `end`: account what is still running.
+    pub fn finish(&mut self, end: Ns) {
+        self.cpus.finish(end.0);
+    }
+
     /// The locks' counters.
     pub fn lock_stats(&self) -> Vec<LockStats> {
         self.locks.iter().map(|l| l.stats()).collect()
@@ -342,10 +346,10 @@ impl Simulation {
         h.cpus.irq(now.0, 0, item);
     }
 
-    /// CPU items ended at `now`: act on each.
-    pub(super) fn host_cpu_event(&mut self, now: Ns, obs: &mut dyn IoObserver) {
+    /// CPU `cpu`'s event of generation `gen` is due: act on the item that ended.
+    pub(super) fn host_cpu_event(&mut self, now: Ns, cpu: u32, gen: u64, obs: &mut dyn IoObserver) {
         let mut toks = std::mem::take(&mut self.hs().tokens);
-        self.hs().cpus.advance(now.0, &mut toks);
+        self.hs().cpus.fire(now.0, cpu, gen, &mut toks);
         for i in 0..toks.len() {
             self.host_token(now, toks[i], obs);
         }
@@ -400,7 +404,6 @@ impl Simulation {
                 self.host_locked(now, cpu, self.lock_of(0), Action::Run, obs);
             }
             T_COPY => self.copy_done(a, b, now, obs),
-            T_DONE => {}
             _ => unreachable!("unknown CPU token {tok:#x}"),
         }
     }
@@ -513,11 +516,11 @@ impl Simulation {
                 self.requests += rqs.len() as u64;
                 self.run_due(now);
                 self.host_deliver(now, obs);
-                token(T_DONE, 0, 0)
+                host::cpu::NO_TOKEN
             }
             Action::Run => {
                 self.run_due(now);
-                token(T_DONE, 0, 0)
+                host::cpu::NO_TOKEN
             }
         };
         let w = self.queue.take_work();
@@ -564,7 +567,7 @@ impl Simulation {
                 }
                 self.requests += rqs.len() as u64;
                 self.host_deliver(now, obs);
-                token(T_DONE, 0, 0)
+                host::cpu::NO_TOKEN
             }
             Action::Run => unreachable!("kblockd runs take the lock"),
         };
@@ -630,12 +633,9 @@ impl Simulation {
     /// Arm the CPU and lock events the host model wants.
     pub(super) fn host_arm(&mut self, now: Ns) {
         let Some(h) = self.host.as_mut() else { return };
-        if let Some(t) = h.cpus.next_event() {
-            let t = Ns(t);
-            if h.cpu_armed.is_none_or(|a| t < a) {
-                h.cpu_armed = Some(t.max(now));
-                self.events.push(t.max(now), Ev::Cpu);
-            }
+        h.cpus.take_arms(&mut h.arms);
+        for (t, c, g) in h.arms.drain(..) {
+            self.events.push(Ns(t).max(now), Ev::Cpu(c, g));
         }
         for l in 0..h.locks.len() {
             if let Some(t) = h.locks[l].next_grant() {
