@@ -321,7 +321,9 @@ impl Cpus {
     /// The context that just ended an item on CPU `c` (before [`Cpus::settle`])
     /// goes on with `item` at once.
     pub fn continue_on(&mut self, now: u64, c: u32, item: Item) {
-        let cur = self.cpus[c as usize].cur.expect("continue_on: CPU has no context");
+        let cur = self.cpus[c as usize]
+            .cur
+            .expect("continue_on: CPU has no context");
         debug_assert!(cur.item.is_none() && !cur.spinning);
         self.start(now, c, cur.ctx, item);
     }
@@ -343,7 +345,7 @@ impl Cpus {
         let cur = cpu.cur.expect("end_spin: CPU has no context");
         debug_assert!(cur.spinning);
         let spun = now.saturating_sub(cur.since);
-        self.account(c, cur.ctx, cur.since, now, 0, spun, true);
+        self.account(c, cur.ctx, cur.since, 0, spun, true);
         self.start(now, c, cur.ctx, item);
     }
 
@@ -382,7 +384,7 @@ impl Cpus {
         let item = cur.item.expect("lazy item");
         let end = cur.since + item.len();
         if end <= now {
-            self.account(c, cur.ctx, cur.since, end, item.usr, item.sys, false);
+            self.account(c, cur.ctx, cur.since, item.usr, item.sys, false);
             let cpu = &mut self.cpus[c as usize];
             cpu.cur = None;
             cpu.gen += 1;
@@ -458,7 +460,7 @@ impl Cpus {
         let item = cur.item.expect("event without an item");
         let end = cur.since + item.len();
         if end <= now {
-            self.account(c, cur.ctx, cur.since, end, item.usr, item.sys, false);
+            self.account(c, cur.ctx, cur.since, item.usr, item.sys, false);
             let cpu = &mut self.cpus[c as usize];
             cpu.cur = Some(Current {
                 ctx: cur.ctx,
@@ -518,16 +520,8 @@ impl Cpus {
         }
     }
 
-    fn account(
-        &mut self,
-        c: u32,
-        ctx: Ctx,
-        start: u64,
-        end: u64,
-        usr: u64,
-        sys: u64,
-        spin: bool,
-    ) {
+    fn account(&mut self, c: u32, ctx: Ctx, start: u64, usr: u64, sys: u64, spin: bool) {
+        let end = start + usr + sys;
         if let Some(tr) = self.trace.as_mut() {
             if end > start {
                 tr.push(Segment {
@@ -605,7 +599,7 @@ impl Cpus {
         // User time first, then system time.
         let usr = ran.min(item.usr);
         let sys = ran - usr;
-        self.account(c, cur.ctx, cur.since, cur.since + ran, usr, sys, false);
+        self.account(c, cur.ctx, cur.since, usr, sys, false);
         Some(Item {
             usr: item.usr - usr,
             sys: item.sys - sys,

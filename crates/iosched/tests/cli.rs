@@ -185,7 +185,15 @@ fn listings_describe_everything() {
         s.contains("ideal:") && s.contains("latency") && s.contains("ns"),
         "{s}"
     );
-    for sub in ["run", "fio", "compare", "devices", "schedulers", "hosts", "bench"] {
+    for sub in [
+        "run",
+        "fio",
+        "compare",
+        "devices",
+        "schedulers",
+        "hosts",
+        "bench",
+    ] {
         let o = iosched(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");
         assert!(
@@ -809,7 +817,13 @@ fn hosts_lists_every_host_with_its_costs() {
     let o = iosched(&["hosts"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
-    for name in ["x86-server (default)", "kunpeng920", "laptop-4c", "ryzen-7950x", "free"] {
+    for name in [
+        "x86-server (default)",
+        "kunpeng920",
+        "laptop-4c",
+        "ryzen-7950x",
+        "free",
+    ] {
         assert!(s.contains(name), "{name} missing: {s}");
     }
     assert!(s.contains("dd_dispatch_ns") && s.contains("waiter_ns") && s.contains("lock_lines"));
@@ -839,7 +853,10 @@ fn the_host_is_named_in_the_report_and_fills_the_cpu_line() {
 #[test]
 fn bad_hosts_are_refused_with_file_and_line() {
     let f = job_file("h.fio", SMALL);
-    assert_bad(&iosched(&["run", &f, "--host", "cray-1"]), &["unknown host 'cray-1'"]);
+    assert_bad(
+        &iosched(&["run", &f, "--host", "cray-1"]),
+        &["unknown host 'cray-1'"],
+    );
     let good = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../host/profiles/x86-server.toml"
@@ -853,7 +870,10 @@ fn bad_hosts_are_refused_with_file_and_line() {
     );
     assert_bad(&iosched(&["hosts", "--host-file", &bad]), &["tag_ns"]);
     let missing = job_file("missing.toml", &good.replace("irq_ns", "#irq_ns"));
-    assert_bad(&iosched(&["run", &f, "--host-file", &missing]), &["irq_ns", "missing"]);
+    assert_bad(
+        &iosched(&["run", &f, "--host-file", &missing]),
+        &["irq_ns", "missing"],
+    );
     assert_bad(
         &iosched(&["run", &f, "--host", "x86-server", "--submit-ns", "100"]),
         &["--submit-ns applies to --host free"],

@@ -67,7 +67,11 @@ fn mq_deadline_lock_contention_on_the_7950x() {
     within("mq-deadline nvme0n1", nvme, 901e3, 0.75, 1.25);
     let lists = iops(
         32,
-        &[&h[..], &["--device", "nullb", "--set", "mq-deadline.insert_lists=1"]].concat(),
+        &[
+            &h[..],
+            &["--device", "nullb", "--set", "mq-deadline.insert_lists=1"],
+        ]
+        .concat(),
     );
     within("insertion lists null_blk", lists, 2867e3, 0.5, 2.0);
     assert!(lists > 1.5 * dd, "insertion lists {lists} vs {dd}");
@@ -77,17 +81,38 @@ fn mq_deadline_lock_contention_on_the_7950x() {
 fn bfq_ceilings() {
     let bfq = iops(
         32,
-        &["--host", "ryzen-7950x", "--sched", "bfq", "--device", "nullb-mq"],
+        &[
+            "--host",
+            "ryzen-7950x",
+            "--sched",
+            "bfq",
+            "--device",
+            "nullb-mq",
+        ],
     );
     within("BFQ nvme0n1 (7950X)", bfq, 567e3, 0.75, 1.25);
     let laptop = iops(
         8,
-        &["--host", "laptop-4c", "--sched", "bfq", "--device", "nullb-mq"],
+        &[
+            "--host",
+            "laptop-4c",
+            "--sched",
+            "bfq",
+            "--device",
+            "nullb-mq",
+        ],
     );
     within("BFQ i7-4850HQ ceiling", laptop, 400e3, 0.75, 1.25);
     let none = iops(
         8,
-        &["--host", "laptop-4c", "--sched", "none", "--device", "nullb-mq"],
+        &[
+            "--host",
+            "laptop-4c",
+            "--sched",
+            "none",
+            "--device",
+            "nullb-mq",
+        ],
     );
     assert!(none > 2.0 * laptop, "none {none} BFQ {laptop}");
 }

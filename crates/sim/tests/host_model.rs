@@ -51,7 +51,9 @@ fn run(sched: &str, dev: Box<Ideal>, jobs: Vec<JobConfig>) -> RunSummary {
         host: server(),
         ..Default::default()
     };
-    Simulation::new(&cfg, dev, jobs).unwrap().run(&mut NoObserver)
+    Simulation::new(&cfg, dev, jobs)
+        .unwrap()
+        .run(&mut NoObserver)
 }
 
 /// Completions on the same LLC as the interrupt CPU run there; on another LLC

@@ -331,7 +331,8 @@ impl Simulation {
             let h = self.hs();
             let cpu = cpu % h.cpus.len();
             let b = h.store_batch(rqs);
-            h.cpus.irq(now.0, cpu, Item::new(0, irq_ns, token(T_IRQ, b, cpu)));
+            h.cpus
+                .irq(now.0, cpu, Item::new(0, irq_ns, token(T_IRQ, b, cpu)));
         }
     }
 
@@ -350,8 +351,8 @@ impl Simulation {
     pub(super) fn host_cpu_event(&mut self, now: Ns, cpu: u32, gen: u64, obs: &mut dyn IoObserver) {
         let mut toks = std::mem::take(&mut self.hs().tokens);
         self.hs().cpus.fire(now.0, cpu, gen, &mut toks);
-        for i in 0..toks.len() {
-            self.host_token(now, toks[i], obs);
+        for &tok in &toks {
+            self.host_token(now, tok, obs);
         }
         toks.clear();
         let h = self.hs();
@@ -532,7 +533,8 @@ impl Simulation {
             let deferred = std::mem::take(&mut h.deferred_ns);
             hold = locked
                 + deferred
-                + h.lockc.acquisitions(h.lock_calls(&w).max(1), prev, cpu, waiters);
+                + h.lockc
+                    .acquisitions(h.lock_calls(&w).max(1), prev, cpu, waiters);
             h.locks[l].hold(now.0, hold);
         } else {
             hold += locked;
