@@ -709,15 +709,7 @@ impl Cpus {
         if let Some((t, left)) = cpu.preempted.take() {
             match left {
                 Some(item) => self.start(now, c, Ctx::Thread(t), item),
-                None => {
-                    self.cpus[c as usize].cur = Some(Current {
-                        ctx: Ctx::Thread(t),
-                        item: None,
-                        since: now,
-                        spinning: false,
-                    });
-                    self.mark_unsettled(c);
-                }
+                None => self.between_items(now, c, t),
             }
             return;
         }
@@ -740,17 +732,21 @@ impl Cpus {
         let item = th.resume.take().or_else(|| th.pending.pop_front());
         match item {
             Some(item) => self.start(now, c, Ctx::Thread(t), item),
-            None => {
-                // Woken with nothing to do: it goes back to sleep.
-                self.cpus[c as usize].cur = Some(Current {
-                    ctx: Ctx::Thread(t),
-                    item: None,
-                    since: now,
-                    spinning: false,
-                });
-                self.mark_unsettled(c);
-            }
+            // Woken with nothing to do: it goes back to sleep at the settle.
+            None => self.between_items(now, c, t),
         }
+    }
+
+    /// Thread `t` is on CPU `c` with no item: at [`Cpus::settle`] it takes its
+    /// pending work or sleeps.
+    fn between_items(&mut self, now: u64, c: u32, t: ThreadId) {
+        self.cpus[c as usize].cur = Some(Current {
+            ctx: Ctx::Thread(t),
+            item: None,
+            since: now,
+            spinning: false,
+        });
+        self.mark_unsettled(c);
     }
 }
 

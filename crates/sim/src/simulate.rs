@@ -516,11 +516,7 @@ impl Simulation {
                 }
                 Ev::Deliver => {
                     self.deliver_armed = false;
-                    if self.host.is_some() {
-                        self.host_deliver(now, obs);
-                    } else {
-                        self.deliver_completions(now, obs);
-                    }
+                    self.deliver_completions(now, obs);
                 }
                 Ev::ElvTimer => {
                     if self.timer_armed == Some(now) {
@@ -1257,6 +1253,8 @@ impl Simulation {
         }
     }
 
+    /// Completed bios: writeback and readahead go on at once; a job's I/O
+    /// completes (or, on a host model, is posted for its thread to reap).
     fn deliver_completions(&mut self, now: Ns, obs: &mut dyn IoObserver) {
         self.queue.take_completed(&mut self.done_owners);
         for i in 0..self.done_owners.len() {
@@ -1270,6 +1268,11 @@ impl Simulation {
                 continue;
             }
             let (j, unit) = split_owner(o);
+            if self.host.is_some() {
+                // The thread reaps it when it gets its CPU (fio's completion time).
+                self.host_post(j, unit, now);
+                continue;
+            }
             if let Some(io) = self.jobs[j].complete(unit, now) {
                 obs.io_completed(j, io, io.issue, now);
             }

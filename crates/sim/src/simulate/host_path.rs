@@ -516,7 +516,7 @@ impl Simulation {
                 }
                 self.requests += rqs.len() as u64;
                 self.run_due(now);
-                self.host_deliver(now, obs);
+                self.deliver_completions(now, obs);
                 host::cpu::NO_TOKEN
             }
             Action::Run => {
@@ -568,7 +568,7 @@ impl Simulation {
                     self.queue.complete(now, id);
                 }
                 self.requests += rqs.len() as u64;
-                self.host_deliver(now, obs);
+                self.deliver_completions(now, obs);
                 host::cpu::NO_TOKEN
             }
             Action::Run => unreachable!("kblockd runs take the lock"),
@@ -590,28 +590,6 @@ impl Simulation {
             let dev: &mut dyn blk::mq::Driver = self.device.as_mut();
             self.queue.run(now, dev);
         }
-    }
-
-    /// Completed bios: writeback and readahead go on at once; a job's I/O is posted
-    /// and its thread woken to reap it.
-    pub(super) fn host_deliver(&mut self, now: Ns, obs: &mut dyn IoObserver) {
-        self.queue.take_completed(&mut self.done_owners);
-        let owners = std::mem::take(&mut self.done_owners);
-        for &o in &owners {
-            if o & WB_OWNER != 0 {
-                self.writeback_done(o & !WB_OWNER, now, obs);
-                continue;
-            }
-            if o & RA_OWNER != 0 {
-                self.read_done(o & !RA_OWNER, now);
-                continue;
-            }
-            let (j, unit) = split_owner(o);
-            self.host_post(j, unit, now);
-        }
-        let mut owners = owners;
-        owners.clear();
-        self.done_owners = owners;
     }
 
     /// Post a completion to job `j` and wake its thread to reap it.
