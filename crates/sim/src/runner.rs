@@ -1032,6 +1032,8 @@ pub fn run(
             if let Some(p) = &spec.percentile_list {
                 jr.percentile_list = p.clone();
             }
+            jr.thread = spec.thread;
+            jr.apply_report_options(&spec.report);
             jr.job_start_ms = opts.epoch_secs * 1000;
             jr.elapsed_secs = end.0.div_ceil(1_000_000_000);
             jr
@@ -1073,7 +1075,9 @@ pub fn run(
 
     let d = &summary.disk;
     let ms = |ns: u64| ns / 1_000_000;
-    report.disk_util.push(DiskUtil {
+    // fio registers the disk for its statistics when a job has disk_util=1.
+    let disk_util = input.jobs.iter().any(|j| j.report.disk_util);
+    report.disk_util.extend(disk_util.then(|| DiskUtil {
         name: plan.disk_name.clone(),
         read_ios: d.ios[0],
         write_ios: d.ios[1],
@@ -1089,7 +1093,7 @@ pub fn run(
         } else {
             100.0 * d.io_ticks_ns as f64 / summary.end.0 as f64
         },
-    });
+    }));
     if d.flush_ios > 0 {
         // fio's disk stats have no flush fields; /proc/diskstats does (since v5.5).
         report.footer.push(format!(

@@ -280,6 +280,29 @@ impl LatHist {
         }
     }
 
+    /// The samples in fio's latency bins (stat.h `FIO_IO_U_PLAT_*`: 64 bins
+    /// per power of two, 1,856 in all), as `(bin value, count)` for every
+    /// non-empty bin in ascending order, the value being fio's
+    /// `plat_idx_to_val` (the bin's middle): json+'s `bins`. Exact, not an
+    /// approximation: every bucket of the 3-digit HDR histogram is a
+    /// power-of-two-wide aligned range at most 1/1024 of its value wide,
+    /// so it lies inside one of fio's bins (1/64 wide).
+    pub fn fio_bins(&self) -> Vec<(u64, u64)> {
+        let Some(h) = &self.hist else {
+            return Vec::new();
+        };
+        let mut bins: Vec<(u64, u64)> = Vec::new();
+        for v in h.iter_recorded() {
+            let idx = fio_plat_idx(h.lowest_equivalent(v.value_iterated_to()));
+            let val = fio_plat_val(idx);
+            match bins.last_mut() {
+                Some((last, n)) if *last == val => *n += v.count_since_last_iteration(),
+                _ => bins.push((val, v.count_since_last_iteration())),
+            }
+        }
+        bins
+    }
+
     /// Adds another histogram's samples into this one.
     pub fn merge(&mut self, other: &LatHist) {
         self.stat.merge(&other.stat);
@@ -287,6 +310,41 @@ impl LatHist {
             let _ = self.hist_mut().add(&**o);
         }
     }
+}
+
+/// fio's `FIO_IO_U_PLAT_BITS` (bins per power of two: 2^6).
+const PLAT_BITS: u32 = 6;
+/// fio's `FIO_IO_U_PLAT_VAL`.
+const PLAT_VAL: u64 = 1 << PLAT_BITS;
+/// fio's `FIO_IO_U_PLAT_NR` (29 groups of 64).
+const PLAT_NR: u64 = 29 * PLAT_VAL;
+
+/// fio's `plat_val_to_idx`.
+fn fio_plat_idx(val: u64) -> u64 {
+    let msb = if val == 0 {
+        0
+    } else {
+        63 - val.leading_zeros()
+    };
+    if msb <= PLAT_BITS {
+        return val;
+    }
+    let error_bits = msb - PLAT_BITS;
+    let base = u64::from(error_bits + 1) << PLAT_BITS;
+    let offset = (PLAT_VAL - 1) & (val >> error_bits);
+    (base + offset).min(PLAT_NR - 1)
+}
+
+/// fio's `plat_idx_to_val`: the middle of bin `idx` (rounded down, as fio's
+/// conversion of `base + (k + 0.5) * 2^error_bits` to an integer does).
+fn fio_plat_val(idx: u64) -> u64 {
+    if idx < (PLAT_VAL << 1) {
+        return idx;
+    }
+    let error_bits = (idx >> PLAT_BITS) - 1;
+    let base = 1u64 << (error_bits + u64::from(PLAT_BITS));
+    let k = idx % PLAT_VAL;
+    base + (((2 * k + 1) << error_bits) >> 1)
 }
 
 /// Statistics for one direction of one job (or of a merged group).
@@ -1120,6 +1178,36 @@ impl GroupTotals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fio_bins_follow_fios_plat_layout() {
+        // Below 128 ns every value is its own bin.
+        assert_eq!((fio_plat_idx(5), fio_plat_val(5)), (5, 5));
+        assert_eq!(fio_plat_val(fio_plat_idx(127)), 127);
+        // 1000 ns: group of 512..1024 in 8 ns bins, bin 1000..1008.
+        assert_eq!(fio_plat_idx(1000), 317);
+        assert_eq!(fio_plat_val(317), 1004);
+        assert_eq!(fio_plat_idx(1007), 317);
+        assert_eq!(fio_plat_idx(1008), 318);
+        let mut h = LatHist::new();
+        let samples = [3, 3, 1000, 1007, 1008, 5_000_000, 5_000_100, 123_456_789];
+        for v in samples {
+            h.record(v);
+        }
+        let bins = h.fio_bins();
+        assert_eq!(bins.iter().map(|b| b.1).sum::<u64>(), samples.len() as u64);
+        let mut want: Vec<(u64, u64)> = Vec::new();
+        for v in samples {
+            let b = fio_plat_val(fio_plat_idx(v));
+            match want.iter_mut().find(|w| w.0 == b) {
+                Some(w) => w.1 += 1,
+                None => want.push((b, 1)),
+            }
+        }
+        want.sort();
+        assert_eq!(bins, want);
+        assert!(LatHist::new().fio_bins().is_empty());
+    }
 
     const MS: u64 = 1_000_000;
 

@@ -79,7 +79,7 @@ fn seed0_command_line() {
             ("rw".to_string(), "read".to_string()),
         ]
     );
-    assert_eq!(input.output.format, OutputFormat::Normal);
+    assert_eq!(input.output.formats, vec![OutputFormat::Normal]);
 }
 
 #[test]
@@ -266,8 +266,21 @@ fn validation_errors() {
         ("rate_min=1m", "option 'rate_min' is not modeled yet"),
         ("unified_rw_reporting=1", "not modeled yet"),
         ("foo=1", "unknown option 'foo'"),
-        ("ioengine=mmap", "not modeled yet"),
-        ("ioengine=bogus", "invalid ioengine"),
+        ("ioengine=mmap", "ioengine=mmap is not modeled"),
+        (
+            "ioengine=ftruncate",
+            "ioengine=ftruncate is not modeled: it needs a file system",
+        ),
+        ("ioengine=libiscsi", "ioengine=libiscsi is not modeled"),
+        ("ioengine=libzbc", "ioengine=libzbc is not modeled"),
+        ("ioengine=libblkio", "ioengine=libblkio is not modeled"),
+        ("ioengine=page_fault", "ioengine=page_fault is not modeled"),
+        ("ioengine=cpp_null", "ioengine=cpp_null is not modeled"),
+        ("ioengine=external:/x.so", "is not modeled"),
+        (
+            "ioengine=bogus",
+            "invalid ioengine 'bogus' (fio has no such engine",
+        ),
         ("direct=2", "expected 0 or 1"),
         ("direct", "requires a value"),
         ("runtime=10sec", "malformed time"),
@@ -375,9 +388,10 @@ fn env_expansion() {
     .unwrap();
     assert_eq!(input.jobs[0].filename.as_deref(), Some("/dev/nvme0n1"));
     assert_eq!(input.jobs[0].iodepth, 64);
-    // Unset variables expand to nothing, as in fio (here: missing value).
+    // An unset variable is named (fio would substitute nothing).
     let e = parse_job_file_with_env("e.fio", "[j]\ndirect=1\nbs=${NOPE}\n", env).unwrap_err();
-    assert!(e.message().contains("requires a value"));
+    assert!(e.message().contains("environment variable 'NOPE'"), "{e}");
+    assert_eq!((e.file(), e.line()), (Some("e.fio"), Some(3)));
 }
 
 #[test]
@@ -435,12 +449,46 @@ fn command_line_forms() {
 fn command_line_program_options() {
     let input =
         cli("--output-format=json --output=out.json --eta=never --name=a --direct=1").unwrap();
-    assert_eq!(input.output.format, OutputFormat::Json);
+    assert_eq!(input.output.formats, vec![OutputFormat::Json]);
     assert_eq!(input.output.output_file.as_deref(), Some("out.json"));
     assert_eq!(input.ignored, vec!["eta"]);
-    assert!(cli("--output-format=json+ --name=a --direct=1").is_err());
-    assert!(cli("--output-format=json,normal --name=a --direct=1").is_err());
+    let plus = cli("--output-format=json+ --name=a --direct=1").unwrap();
+    assert_eq!(plus.output.formats, vec![OutputFormat::JsonPlus]);
+    let both = cli("--output-format=normal,json --name=a --direct=1").unwrap();
+    assert_eq!(
+        both.output.formats,
+        vec![OutputFormat::Json, OutputFormat::Normal]
+    );
+    assert!(cli("--output-format=terse --name=a --direct=1").is_err());
     assert!(cli("--minimal --name=a --direct=1").is_err());
+    // --bandwidth-log takes an optional value, as in fio.
+    assert!(cli("--bandwidth-log=x --name=a --direct=1").is_ok());
+    // Value-taking program options are refused for their real reason.
+    for (arg, why) in [
+        ("--status-interval=1", "periodic status output"),
+        ("--debug=io", "debug logging"),
+        ("--section=x", "--section selects sections"),
+        ("--profile=tiobench", "built-in job profiles"),
+        ("--terse-version=3", "terse output is not modeled"),
+        ("--trigger-file=/tmp/t", "triggers"),
+        ("--aux-path=/tmp", "--aux-path"),
+        ("--append-terse=1", "terse output"),
+        ("--client=host", "client/server"),
+        ("--idle-prof=system", "idle profiling"),
+        ("--cmdhelp=bs", "not supported by the simulator"),
+        ("--version=1", "not supported by the simulator"),
+    ] {
+        let e = cli(&format!("{arg} --name=a --direct=1")).unwrap_err();
+        assert!(e.message().contains(why), "{arg}: {e}");
+        assert!(!e.message().contains("does not take a value"), "{arg}: {e}");
+    }
+    // The separate-argument form consumes the value too.
+    let e = cli("--status-interval 1 --name=a --direct=1").unwrap_err();
+    assert!(e.message().contains("periodic status output"), "{e}");
+    assert!(cli("--readonly=1 --name=a --direct=1")
+        .unwrap_err()
+        .message()
+        .contains("does not take a value"));
     let e = cli("--readonly --name=w --direct=1 --rw=write").unwrap_err();
     assert!(e.message().contains("read-only"));
     assert!(cli("--readonly --name=r --direct=1 --rw=randread").is_ok());

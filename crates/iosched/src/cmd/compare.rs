@@ -186,7 +186,7 @@ pub fn run(args: Args) -> Result<()> {
     if json_out {
         let mut v = Vec::new();
         for r in &rows {
-            let d = &r.report.disk_util[0];
+            let d = r.report.disk_util.first().cloned().unwrap_or_default();
             for (job, st) in per_job(&r.report) {
                 let (ri, rb, r50, r99) = dir_figures(&st, Dir::Read);
                 let (wi, wb, w50, w99) = dir_figures(&st, Dir::Write);
@@ -213,7 +213,7 @@ pub fn run(args: Args) -> Result<()> {
             "variant", "job", "read IOPS", "read MB/s", "r p50 us", "r p99 us", "write IOPS", "write MB/s", "w p50 us", "w p99 us", "r merges", "w merges", "util%"
         );
         for r in &rows {
-            let d = &r.report.disk_util[0];
+            let d = r.report.disk_util.first().cloned().unwrap_or_default();
             for (job, st) in per_job(&r.report) {
                 let (ri, rb, r50, r99) = dir_figures(&st, Dir::Read);
                 let (wi, wb, w50, w99) = dir_figures(&st, Dir::Write);

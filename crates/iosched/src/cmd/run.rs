@@ -2,7 +2,7 @@
 
 use super::sim_opts::{simulate_print_plot, SimArgs};
 use anyhow::{Context, Result};
-use sim::fio::{parse_job_file, OutputFormat};
+use sim::fio::{parse_job_file, parse_output_format};
 
 /// Simulate a fio job file in virtual time and print fio's report.
 #[derive(clap::Args, Debug)]
@@ -12,7 +12,8 @@ use sim::fio::{parse_job_file, OutputFormat};
 pub struct Args {
     /// The fio job file.
     pub file: String,
-    /// Output format, as fio's `--output-format` (normal or json).
+    /// Output format, as fio's `--output-format`: normal, json or json+, or a
+    /// comma-separated list of them (each report printed once, JSON first).
     #[arg(long, value_name = "FORMAT", default_value = "normal")]
     pub output_format: String,
     /// Write the report to FILE instead of stdout (fio's `--output`).
@@ -30,11 +31,8 @@ pub fn run(args: Args) -> Result<()> {
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read job file '{}'", args.file))?;
     let mut input = parse_job_file(&args.file, &text)?;
-    input.output.format = match args.output_format.as_str() {
-        "normal" => OutputFormat::Normal,
-        "json" => OutputFormat::Json,
-        other => anyhow::bail!("--output-format={other}: expected 'normal' or 'json'"),
-    };
+    input.output.formats = parse_output_format(&args.output_format)
+        .map_err(|e| anyhow::anyhow!("--output-format={}: {e}", args.output_format))?;
     if args.output.is_some() {
         input.output.output_file = args.output.clone();
     }

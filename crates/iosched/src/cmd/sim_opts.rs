@@ -216,10 +216,17 @@ pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
 pub fn simulate_print_plot(input: FioInput, args: &SimArgs, plot: Option<&str>) -> Result<()> {
     let opts = run_options(args)?;
     let report = simulate(&input, &opts, true)?;
-    let text = match input.output.format {
-        OutputFormat::Json => sim::report::json::to_string(&report),
-        OutputFormat::Normal => sim::report::text::to_string(&report),
-    };
+    // fio prints each format asked for once, JSON before normal.
+    let text: String = input
+        .output
+        .formats
+        .iter()
+        .map(|f| match f {
+            OutputFormat::Json => sim::report::json::to_string(&report),
+            OutputFormat::JsonPlus => sim::report::json::to_string_plus(&report),
+            OutputFormat::Normal => sim::report::text::to_string(&report),
+        })
+        .collect();
     if let Some(path) = plot {
         let series = latency_cdfs(&report);
         if series.is_empty() {

@@ -10,78 +10,117 @@ enum Prog {
     OutputFormat,
     ReadOnly,
     WarningsFatal,
-    /// Accepted and ignored; `true` when it takes a value.
-    Ignored(bool),
+    /// Accepted and ignored.
+    Ignored,
     /// Rejected with the given reason.
     Unsupported(&'static str),
 }
 
-/// fio's program options (init.c `l_opts`); they are matched before job
-/// options, as in fio's getopt table.
-fn program_option(name: &str) -> Option<Prog> {
+/// Whether a program option takes a value (getopt's `has_arg` in fio's
+/// init.c `l_opts`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HasArg {
+    No,
+    Required,
+    /// The value may only be attached with `=` (getopt's optional_argument).
+    Optional,
+}
+
+/// fio's program options (init.c `l_opts`, with their `has_arg`); they are
+/// matched before job options, as in fio's getopt table. A refused option
+/// that takes a value has the value consumed first, so the message gives the
+/// real reason rather than a complaint about the value.
+fn program_option(name: &str) -> Option<(Prog, HasArg)> {
+    use HasArg::{No, Optional as Opt, Required as Req};
     use Prog::*;
+    const NOT_SIM: &str = "this fio program option is not supported by the simulator";
     Some(match name {
-        "output" => Output,
-        "output-format" => OutputFormat,
-        "readonly" => ReadOnly,
-        "warnings-fatal" => WarningsFatal,
-        "eta" | "eta-newline" | "eta-interval" | "max-jobs" | "alloc-size" => Ignored(true),
-        "bandwidth-log" => Ignored(false),
-        "minimal" | "append-terse" | "terse-version" => {
-            Unsupported("terse output is not supported (use --output-format=normal or json)")
-        }
-        "latency-log" => Unsupported("--latency-log is deprecated in fio too"),
-        "status-interval" => Unsupported("periodic status output is not modeled yet"),
-        "section" => Unsupported("--section only applies to job files"),
-        "version"
-        | "help"
-        | "cmdhelp"
-        | "enghelp"
-        | "showcmd"
-        | "debug"
-        | "parse-only"
-        | "inflate-log"
-        | "profile"
-        | "server"
-        | "daemonize"
-        | "client"
-        | "remote-config"
-        | "cpuclock-test"
-        | "crctest"
-        | "memcpytest"
-        | "idle-prof"
-        | "trigger-file"
-        | "trigger-timeout"
-        | "trigger"
-        | "trigger-remote"
-        | "aux-path"
-        | "merge-blktrace-only" => {
-            Unsupported("this fio program option is not supported by the simulator")
-        }
+        "output" => (Output, Req),
+        "output-format" => (OutputFormat, Req),
+        "readonly" => (ReadOnly, No),
+        "warnings-fatal" => (WarningsFatal, No),
+        "eta" | "eta-newline" | "eta-interval" | "max-jobs" | "alloc-size" => (Ignored, Req),
+        "bandwidth-log" => (Ignored, Opt),
+        "minimal" => (
+            Unsupported("terse output is not modeled yet (use --output-format=normal, json or json+)"),
+            No,
+        ),
+        "append-terse" => (
+            Unsupported("terse output is not modeled yet (use --output-format=normal, json or json+)"),
+            Opt,
+        ),
+        "terse-version" => (
+            Unsupported("terse output is not modeled yet, so neither is its version (use --output-format=normal, json or json+)"),
+            Req,
+        ),
+        "latency-log" => (Unsupported("--latency-log is deprecated in fio too"), Req),
+        "status-interval" => (
+            Unsupported("periodic status output is not modeled yet (the report is printed once, at the end)"),
+            Req,
+        ),
+        "section" => (
+            Unsupported("--section selects sections of a job file: use `iosched run FILE` (sections are not selectable yet)"),
+            Req,
+        ),
+        "debug" => (
+            Unsupported("fio's debug logging traces fio's own code, which the simulator does not run"),
+            Req,
+        ),
+        "profile" => (
+            Unsupported("fio's built-in job profiles (tiobench, act) are not modeled"),
+            Req,
+        ),
+        "trigger-file" | "trigger-timeout" | "trigger" | "trigger-remote" => (
+            Unsupported("triggers run commands on the host during a real run; the simulator has none"),
+            Req,
+        ),
+        "aux-path" => (
+            Unsupported("--aux-path places fio's state files; the simulator writes none"),
+            Req,
+        ),
+        "inflate-log" => (Unsupported("--inflate-log is a log utility, not a run"), Req),
+        "server" | "daemonize" | "client" | "remote-config" | "server-internal" => (
+            Unsupported("client/server mode is not supported by the simulator"),
+            if name == "server" { Opt } else { Req },
+        ),
+        "idle-prof" => (Unsupported("idle profiling measures the host's CPUs, which are simulated"), Req),
+        "cmdhelp" | "enghelp" | "crctest" | "memcpytest" => (Unsupported(NOT_SIM), Opt),
+        "version" | "help" | "showcmd" | "parse-only" | "cpuclock-test"
+        | "merge-blktrace-only" => (Unsupported(NOT_SIM), No),
         _ => return None,
     })
 }
 
-fn parse_output_format(v: &str) -> Result<OutputFormat, String> {
+/// fio's `--output-format`: a comma-separated list; each report is printed
+/// once, in fio's order (see [`OutputFormat`]).
+pub fn parse_output_format(v: &str) -> Result<Vec<OutputFormat>, String> {
     let mut formats = Vec::new();
     for f in v.split(',') {
         let f = match f {
             "normal" => OutputFormat::Normal,
             "json" => OutputFormat::Json,
-            "json+" => return Err("output format 'json+' is not supported".to_string()),
+            "json+" => OutputFormat::JsonPlus,
             "terse" | "minimal" | "csv" => {
-                return Err(format!("output format '{f}' is not supported"))
+                return Err(format!(
+                    "output format '{f}' (terse) is not modeled yet (use normal, json or json+)"
+                ))
             }
-            _ => return Err(format!("invalid output format '{f}'")),
+            _ => {
+                return Err(format!(
+                    "invalid output format '{f}' (valid: normal, json, json+, terse)"
+                ))
+            }
         };
         if !formats.contains(&f) {
             formats.push(f);
         }
     }
-    match formats.as_slice() {
-        [one] => Ok(*one),
-        _ => Err(format!("combined output formats ('{v}') are not supported")),
+    // json+ is json with the histograms: fio prints one JSON report.
+    if formats.contains(&OutputFormat::JsonPlus) {
+        formats.retain(|f| *f != OutputFormat::Json);
     }
+    formats.sort();
+    Ok(formats)
 }
 
 /// Where options currently go: the global section or the job being built.
@@ -128,27 +167,28 @@ pub fn parse_command_line(args: &[String]) -> Result<FioInput, FioError> {
         let shown = &arg[..arg.len() - body.len() + name.len()];
         let err = |m: String| FioError::cli(Some(shown), m);
 
-        if let Some(p) = program_option(name) {
-            let takes_value = matches!(p, Prog::Output | Prog::OutputFormat | Prog::Ignored(true));
-            let value = if takes_value {
-                Some(
+        if let Some((p, has_arg)) = program_option(name) {
+            let value = match has_arg {
+                HasArg::Required => Some(
                     take_value(inline, args, &mut i)
                         .ok_or_else(|| err("requires an argument".to_string()))?,
-                )
-            } else {
-                if inline.is_some() {
-                    return Err(err("does not take a value".to_string()));
+                ),
+                HasArg::Optional => inline,
+                HasArg::No => {
+                    if inline.is_some() && !matches!(p, Prog::Unsupported(_)) {
+                        return Err(err("does not take a value".to_string()));
+                    }
+                    None
                 }
-                None
             };
             match p {
                 Prog::Output => output.output_file = value.map(str::to_string),
                 Prog::OutputFormat => {
-                    output.format = parse_output_format(value.unwrap_or("")).map_err(err)?
+                    output.formats = parse_output_format(value.unwrap_or("")).map_err(err)?
                 }
                 Prog::ReadOnly => readonly = true,
                 Prog::WarningsFatal => warnings_fatal = true,
-                Prog::Ignored(_) => b.note_ignored(name),
+                Prog::Ignored => b.note_ignored(name),
                 Prog::Unsupported(why) => return Err(err(why.to_string())),
             }
             continue;
@@ -245,15 +285,21 @@ mod tests {
 
     #[test]
     fn output_formats() {
-        assert_eq!(parse_output_format("normal").unwrap(), OutputFormat::Normal);
-        assert_eq!(parse_output_format("json").unwrap(), OutputFormat::Json);
-        assert_eq!(
-            parse_output_format("json,json").unwrap(),
-            OutputFormat::Json
-        );
-        assert!(parse_output_format("json+").is_err());
-        assert!(parse_output_format("json,normal").is_err());
-        assert!(parse_output_format("terse").is_err());
-        assert!(parse_output_format("xml").is_err());
+        use OutputFormat::*;
+        let f = |v| parse_output_format(v).unwrap();
+        assert_eq!(f("normal"), vec![Normal]);
+        assert_eq!(f("json"), vec![Json]);
+        assert_eq!(f("json,json"), vec![Json]);
+        assert_eq!(f("json+"), vec![JsonPlus]);
+        // fio prints the JSON first whatever the order given.
+        assert_eq!(f("normal,json"), vec![Json, Normal]);
+        assert_eq!(f("json,normal,json+"), vec![JsonPlus, Normal]);
+        assert!(parse_output_format("terse")
+            .unwrap_err()
+            .contains("not modeled yet"));
+        assert!(parse_output_format("normal,").is_err());
+        assert!(parse_output_format("xml")
+            .unwrap_err()
+            .contains("invalid output format 'xml'"));
     }
 }

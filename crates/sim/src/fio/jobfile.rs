@@ -87,9 +87,12 @@ fn strip_line(raw: &str) -> &str {
     raw[..cut].trim_matches(|c: char| c.is_whitespace() || c.is_control())
 }
 
-/// Replaces `${VAR}` with the variable's value (empty when unset), like
-/// fio's `fio_option_dup_subs`; a `${` without a closing `}` is kept as is.
-/// fio's host-dependent keywords are refused.
+/// Replaces `${VAR}` with the variable's value, like fio's
+/// `fio_option_dup_subs`; a `${` without a closing `}` (or `${}`) is kept as
+/// is. fio substitutes an empty string for an unset variable, which turns
+/// `bs=${BS}` into a confusing "requires a value" and `size=${N}g` into a
+/// different size; an unset variable is refused by name instead. fio's
+/// host-dependent keywords are refused.
 fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
@@ -98,9 +101,21 @@ fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, S
         let Some(end) = after.find('}') else {
             break;
         };
+        let var = &after[..end];
+        if var.is_empty() {
+            out.push_str(&rest[..pos + 3]);
+            rest = &after[end + 1..];
+            continue;
+        }
         out.push_str(&rest[..pos]);
-        if let Some(v) = env(&after[..end]) {
-            out.push_str(&v);
+        match env(var) {
+            Some(v) => out.push_str(&v),
+            None => {
+                return Err(format!(
+                    "environment variable '{var}' (used as ${{{var}}}) is not set; fio would \
+                     substitute an empty string, iosched refuses to guess"
+                ))
+            }
         }
         rest = &after[end + 1..];
     }
@@ -194,7 +209,9 @@ mod tests {
             substitute("filename=${DEV}", &env).unwrap(),
             "filename=/dev/sdb"
         );
-        assert_eq!(substitute("x=${NOPE}y", &env).unwrap(), "x=y");
+        let e = substitute("x=${NOPE}y", &env).unwrap_err();
+        assert!(e.contains("'NOPE'") && e.contains("not set"), "{e}");
+        assert_eq!(substitute("x=${}y", &env).unwrap(), "x=${}y");
         assert_eq!(substitute("x=${DEV", &env).unwrap(), "x=${DEV");
         assert_eq!(substitute("x=$DEV", &env).unwrap(), "x=$DEV");
         assert!(substitute("size=$mb_memory", &env).is_err());

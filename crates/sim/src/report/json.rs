@@ -31,13 +31,28 @@ pub fn write_value(v: &Value, out: &mut impl Write) -> io::Result<()> {
 
 /// Renders `report` as fio JSON into a string.
 pub fn to_string(report: &RunReport) -> String {
+    render(&to_value(report))
+}
+
+/// Renders `report` as fio's `json+` into a string: the JSON report with
+/// the `bins` of every latency histogram whose percentiles are shown.
+pub fn to_string_plus(report: &RunReport) -> String {
+    render(&to_value_with(report, true))
+}
+
+fn render(v: &Value) -> String {
     let mut buf = Vec::new();
-    write(report, &mut buf).expect("writing to a Vec cannot fail");
+    write_value(v, &mut buf).expect("writing to a Vec cannot fail");
     String::from_utf8(buf).expect("serde_json emits UTF-8")
 }
 
 /// Builds the JSON tree (key order preserved).
 pub fn to_value(report: &RunReport) -> Value {
+    to_value_with(report, false)
+}
+
+/// Builds the JSON tree; `plus` adds json+'s histogram bins.
+pub fn to_value_with(report: &RunReport, plus: bool) -> Value {
     let mut root = Map::new();
     root.insert("fio version".into(), report.fio_version.clone().into());
     root.insert("timestamp".into(), report.timestamp_secs.into());
@@ -46,7 +61,7 @@ pub fn to_value(report: &RunReport) -> Value {
     if !report.global_options.is_empty() {
         root.insert("global options".into(), options(&report.global_options));
     }
-    let jobs: Vec<Value> = report.jobs.iter().map(|j| job(report, j)).collect();
+    let jobs: Vec<Value> = report.jobs.iter().map(|j| job(report, j, plus)).collect();
     root.insert("jobs".into(), Value::Array(jobs));
     if !report.disk_util.is_empty() {
         let disks = report
@@ -93,7 +108,7 @@ fn options(opts: &[(String, String)]) -> Value {
     Value::Object(o)
 }
 
-fn job(report: &RunReport, j: &JobResult) -> Value {
+fn job(report: &RunReport, j: &JobResult, plus: bool) -> Value {
     let s = &j.stats;
     let group = report.group(j.groupid);
     let plist = j.sorted_percentiles();
@@ -109,11 +124,11 @@ fn job(report: &RunReport, j: &JobResult) -> Value {
     }
     for d in Dir::ALL {
         let agg = group.dirs[d.index()].agg_bw;
-        o.insert(d.name().into(), dir(j, s.dir(d), agg, &plist));
+        o.insert(d.name().into(), dir(j, s.dir(d), agg, &plist, plus));
     }
     let mut sync = Map::new();
     sync.insert("total_ios".into(), 0u64.into());
-    sync.insert("lat_ns".into(), lat(&LatHist::new(), false, &plist));
+    sync.insert("lat_ns".into(), lat(&LatHist::new(), false, &plist, false));
     o.insert("sync".into(), Value::Object(sync));
     o.insert("job_runtime".into(), s.total_run_time_ms.into());
     o.insert("usr_cpu".into(), float(s.usr_cpu()));
@@ -158,7 +173,7 @@ fn dist(keys: &[&str], vals: &[f64]) -> Value {
     Value::Object(o)
 }
 
-fn lat(h: &LatHist, percentiles: bool, plist: &[f64]) -> Value {
+fn lat(h: &LatHist, percentiles: bool, plist: &[f64], plus: bool) -> Value {
     let mut o = Map::new();
     o.insert("min".into(), h.min().into());
     o.insert("max".into(), h.max().into());
@@ -171,11 +186,20 @@ fn lat(h: &LatHist, percentiles: bool, plist: &[f64]) -> Value {
             p.insert(format!("{pct:.6}"), v.into());
         }
         o.insert("percentile".into(), Value::Object(p));
+        // stat.c add_ddir_lat_json: json+ adds the bins where percentiles are.
+        if plus {
+            let bins = h
+                .fio_bins()
+                .into_iter()
+                .map(|(v, n)| (v.to_string(), n.into()))
+                .collect();
+            o.insert("bins".into(), Value::Object(bins));
+        }
     }
     Value::Object(o)
 }
 
-fn dir(j: &JobResult, d: &DirStats, group_agg: u64, plist: &[f64]) -> Value {
+fn dir(j: &JobResult, d: &DirStats, group_agg: u64, plist: &[f64], plus: bool) -> Value {
     let bw_bytes = d.bw_bytes();
     let mut o = Map::new();
     o.insert("io_bytes".into(), d.io_bytes.into());
@@ -187,9 +211,15 @@ fn dir(j: &JobResult, d: &DirStats, group_agg: u64, plist: &[f64]) -> Value {
     o.insert("total_ios".into(), d.total_ios.into());
     o.insert("short_ios".into(), d.short_ios.into());
     o.insert("drop_ios".into(), d.drop_ios.into());
-    o.insert("slat_ns".into(), lat(&d.slat, j.slat_percentiles, plist));
-    o.insert("clat_ns".into(), lat(&d.clat, j.clat_percentiles, plist));
-    o.insert("lat_ns".into(), lat(&d.lat, j.lat_percentiles, plist));
+    o.insert(
+        "slat_ns".into(),
+        lat(&d.slat, j.slat_percentiles, plist, plus),
+    );
+    o.insert(
+        "clat_ns".into(),
+        lat(&d.clat, j.clat_percentiles, plist, plus),
+    );
+    o.insert("lat_ns".into(), lat(&d.lat, j.lat_percentiles, plist, plus));
     let agg = if d.bw.count() > 0 {
         bw_agg_percent(group_agg, d.bw.mean())
     } else {

@@ -146,6 +146,9 @@ pub struct JobResult {
     pub latency_window_us: u64,
     /// `latency_percentile` (default 100).
     pub latency_percentile: f64,
+    /// The job runs as threads (`thread`): counted as such in the
+    /// "Starting N threads" line.
+    pub thread: bool,
 }
 
 impl JobResult {
@@ -174,6 +177,39 @@ impl JobResult {
             latency_target_ns: 0,
             latency_window_us: 0,
             latency_percentile: 100.0,
+            thread: false,
+        }
+    }
+
+    /// Applies a job's report switches as fio would have measured: a
+    /// disabled latency is never sampled (so its moments, percentiles and,
+    /// for clat, the latency distribution lines are empty), disabled
+    /// bandwidth measurement leaves no bw/iops samples; percentiles are shown
+    /// as the job asks.
+    pub fn apply_report_options(&mut self, r: &crate::fio::ReportOptions) {
+        self.clat_percentiles = r.clat_percentiles;
+        self.lat_percentiles = r.lat_percentiles;
+        self.slat_percentiles = r.slat_percentiles;
+        let st = &mut self.stats;
+        for d in [&mut st.read, &mut st.write, &mut st.trim] {
+            if r.disable_clat {
+                d.clat = Default::default();
+            }
+            if r.disable_lat {
+                d.lat = Default::default();
+            }
+            if r.disable_slat {
+                d.slat = Default::default();
+            }
+            if r.disable_bw {
+                d.bw = Default::default();
+                d.iops = Default::default();
+            }
+        }
+        if r.disable_clat {
+            st.lat_n = Default::default();
+            st.lat_u = Default::default();
+            st.lat_m = Default::default();
         }
     }
 

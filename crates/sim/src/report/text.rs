@@ -72,7 +72,7 @@ fn bytes(v: u64) -> String {
 /// The lines fio prints while parsing the job file: one per job section,
 /// `...` when it has clones, then the version and process count.
 fn start_lines(report: &RunReport, s: &mut String) {
-    let mut procs = 0u64;
+    let (mut procs, mut threads) = (0u64, 0u64);
     let mut i = 0;
     while i < report.jobs.len() {
         let j = &report.jobs[i];
@@ -87,7 +87,11 @@ fn start_lines(report: &RunReport, s: &mut String) {
             .iter()
             .map(|e| u64::from(e.num_jobs().max(1)))
             .sum();
-        procs += clones;
+        if j.thread {
+            threads += clones;
+        } else {
+            procs += clones;
+        }
         let _ = writeln!(
             s,
             "{}: (g={}): rw={}, bs=(R) {}-{}, (W) {}-{}, (T) {}-{}, ioengine={}, iodepth={}",
@@ -109,12 +113,18 @@ fn start_lines(report: &RunReport, s: &mut String) {
         i += run;
     }
     let _ = writeln!(s, "{}", report.fio_version);
-    let _ = writeln!(
-        s,
-        "Starting {} process{}",
-        procs,
-        if procs == 1 { "" } else { "es" }
-    );
+    // backend.c: threads first, then processes; "0 processes" when empty.
+    s.push_str("Starting ");
+    if threads > 0 {
+        let _ = write!(s, "{threads} thread{}", if threads > 1 { "s" } else { "" });
+    }
+    if procs > 0 || threads == 0 {
+        if threads > 0 {
+            s.push_str(" and ");
+        }
+        let _ = write!(s, "{procs} process{}", if procs > 1 { "es" } else { "" });
+    }
+    s.push('\n');
 }
 
 fn job_block(report: &RunReport, j: &JobResult, s: &mut String) {
