@@ -29,6 +29,9 @@ pub struct JobConfig {
     /// Per direction, how block sizes vary (`bsrange`, `bssplit`); `None`: every
     /// I/O has `bs`.
     pub bs_dist: [Option<BsDist>; 2],
+    /// Random offsets' alignment per direction, bytes (fio's `blockalign`);
+    /// 0: the direction's smallest block size, fio's default.
+    pub blockalign: [u64; 2],
     /// Start of the region, bytes.
     pub offset: u64,
     /// Length of the region, bytes.
@@ -104,6 +107,17 @@ pub struct JobConfig {
     pub rate: Option<RateLimit>,
 }
 
+impl JobConfig {
+    /// The step of direction `d`'s random offsets: `blockalign`, else the
+    /// smallest block size.
+    pub fn random_unit(&self, d: usize) -> u64 {
+        match self.blockalign[d] {
+            0 => self.bs[d].max(1),
+            ba => ba,
+        }
+    }
+}
+
 impl Default for JobConfig {
     /// A one-job fio default, as a base for hand-built jobs: `psync` 4 KiB random
     /// reads, `direct=1`, depth 1, 1 GiB from offset 0, on CPU 0 as pid 1000, in the
@@ -117,6 +131,7 @@ impl Default for JobConfig {
             rwmixread: 50,
             bs: [4096, 4096],
             bs_dist: [None, None],
+            blockalign: [0, 0],
             offset: 0,
             size: 1 << 30,
             io_limit: 1 << 30,
@@ -335,12 +350,16 @@ impl Job {
     /// A job that has not started.
     pub fn new(cfg: JobConfig) -> Job {
         let picker = |dir: usize, salt: u64| {
-            let bs = cfg.bs[dir].max(1);
-            let nblocks = (cfg.size / bs).max(1);
             let seed = cfg.seed ^ salt;
             if !cfg.rw.is_random() {
-                return BlockPicker::sequential(nblocks);
+                let bs = cfg.bs[dir].max(1);
+                return BlockPicker::sequential((cfg.size / bs).max(1));
             }
+            // Random offsets are multiples of the alignment; the last one
+            // leaves room for the smallest I/O (fio's `last_block`, with the
+            // retry of `io_u_fits` folded in).
+            let bs = cfg.random_unit(dir);
+            let nblocks = (cfg.size.saturating_sub(cfg.bs[dir]) / bs + 1).max(1);
             let skewed = match &cfg.random_dist {
                 RandomDist::Random => None,
                 RandomDist::Zipf { theta, center } => {
@@ -880,12 +899,17 @@ impl Job {
     /// `get_next_buflen` draws it, again until it fits before the region's end.
     fn next_extent(&mut self, d: usize) -> (u64, u64) {
         let bs = self.cfg.bs[d];
+        let unit = if self.cfg.rw.is_random() {
+            self.cfg.random_unit(d)
+        } else {
+            bs
+        };
         let Some(dist) = self.cfg.bs_dist[d].clone() else {
-            return (self.pickers[d].next_block() * bs, bs);
+            return (self.pickers[d].next_block() * unit, bs);
         };
         let size = self.cfg.size;
         if self.cfg.rw.is_random() {
-            let off = self.pickers[d].next_block() * bs;
+            let off = self.pickers[d].next_block() * unit;
             let len = draw_bs(&dist, &mut self.bs_rng, size.saturating_sub(off));
             return (off, len);
         }

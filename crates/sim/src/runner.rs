@@ -508,9 +508,14 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 rwmixread: spec.rwmixread,
                 bs: [spec.bs.read, spec.bs.write],
                 bs_dist: [spec.bs_dist[0].clone(), spec.bs_dist[1].clone()],
+                blockalign: [spec.blockalign[0], spec.blockalign[1]],
                 offset: spec.offset,
                 size,
-                io_limit: size,
+                // fio: `io_size` bytes (default: the region) per loop.
+                io_limit: spec
+                    .io_size
+                    .unwrap_or(size)
+                    .saturating_mul(u64::from(spec.loops)),
                 number_ios: spec.number_ios,
                 runtime: spec.runtime_ns,
                 time_based,
@@ -952,7 +957,7 @@ pub fn run(
     }
 
     let mut report = RunReport {
-        fio_version: format!("iosched-{}", env!("CARGO_PKG_VERSION")),
+        fio_version: crate::report::FIO_VERSION.to_string(),
         timestamp_secs: opts.epoch_secs,
         timestamp_ms: opts.epoch_secs * 1000,
         time_string: ctime(opts.epoch_secs),
@@ -965,7 +970,8 @@ pub fn run(
         .collect::<Vec<_>>()
         .join(" ");
     report.header.push(format!(
-        "iosched: device={} scheduler={} hz={} seed={} host={} cpus={}{}",
+        "iosched {}: device={} scheduler={} hz={} seed={} host={} cpus={}{}",
+        env!("CARGO_PKG_VERSION"),
         opts.device.name,
         plan.scheduler,
         opts.hz,

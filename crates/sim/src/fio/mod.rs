@@ -98,6 +98,46 @@ pub use cmdline::{parse_command_line, parse_output_format};
 pub use error::FioError;
 pub use jobfile::{parse_job_file, parse_job_file_with_env};
 
+/// How iosched treats one fio job option (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptionClass {
+    /// Parsed and simulated (or, for report switches, reported) as fio does.
+    Modeled,
+    /// Accepted and listed as ignored: it cannot change the simulated I/O.
+    NoEffect,
+    /// Refused with a message naming it, except for the values listed (fio's
+    /// no-op defaults), which are accepted as ignored.
+    Refused(Vec<&'static str>),
+}
+
+/// One fio job option known to iosched: its name, fio's aliases and class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionInfo {
+    /// fio's name of the option.
+    pub name: &'static str,
+    /// fio's other names for it.
+    pub aliases: Vec<&'static str>,
+    /// What iosched does with it.
+    pub class: OptionClass,
+}
+
+/// Every fio job option iosched knows, in the order of its table. Options
+/// not listed are refused as unknown.
+pub fn option_table() -> Vec<OptionInfo> {
+    options::all()
+        .iter()
+        .map(|o| OptionInfo {
+            name: o.name,
+            aliases: o.aliases.to_vec(),
+            class: match o.class {
+                options::Class::Modeled => OptionClass::Modeled,
+                options::Class::Ignored(_) => OptionClass::NoEffect,
+                options::Class::NotModeled(v) => OptionClass::Refused(v.to_vec()),
+            },
+        })
+        .collect()
+}
+
 /// Everything read from one fio invocation: global options, jobs and output
 /// settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -456,6 +496,17 @@ pub struct JobSpec {
     pub size: Option<SizeSpec>,
     /// `offset` / `fileoffset` in bytes (default 0).
     pub offset: u64,
+    /// `io_size` / `io_limit`: bytes to transfer per loop, wrapping over the
+    /// region when larger than it; `None`: the region's size.
+    pub io_size: Option<u64>,
+    /// `loops` (default 1): the job's I/O is done this many times over
+    /// (sequential offsets wrap, the random map starts a new pass); ignored by
+    /// a `time_based` job, as in fio.
+    pub loops: u32,
+    /// `ba` / `blockalign` per direction (read, write, trim), bytes; 0 (the
+    /// default): the direction's smallest block size. Only random offsets are
+    /// aligned, as in fio.
+    pub blockalign: [u64; 3],
     /// `numjobs` (at least 1).
     pub numjobs: u32,
     /// `iodepth` (at least 1, default 1).

@@ -115,6 +115,9 @@ static OPTIONS: &[OptDef] = &[
     m("bssplit", NONE, R),
     m("size", NONE, R),
     m("offset", &["fileoffset"], R),
+    m("io_size", &["io_limit"], R),
+    m("loops", NONE, R),
+    m("ba", &["blockalign"], R),
     m("numjobs", NONE, R),
     m("iodepth", NONE, R),
     m("ioengine", NONE, R),
@@ -309,14 +312,12 @@ static OPTIONS: &[OptDef] = &[
     nm("iodepth_low", NONE, R, NONE),
     nm("serialize_overlap", NONE, R, ZERO),
     nm("io_submit_mode", NONE, R, &["inline"]),
-    nm("io_size", &["io_limit"], R, NONE),
     nm("fill_device", &["fill_fs"], R, ZERO),
     nm("filesize", NONE, R, NONE),
     nm("file_append", NONE, R, ZERO),
     nm("offset_align", NONE, R, ZERO),
     nm("offset_increment", NONE, R, ZERO),
     nm("num_range", NONE, R, ONE),
-    nm("ba", &["blockalign"], R, NONE),
     nm("bs_unaligned", &["blocksize_unaligned"], Flag, NONE),
     nm("bs_is_seq_rand", NONE, R, ZERO),
     nm("softrandommap", NONE, R, ZERO),
@@ -334,7 +335,6 @@ static OPTIONS: &[OptDef] = &[
     nm("sync_file_range", NONE, R, NONE),
     nm("atomic", NONE, R, ZERO),
     nm("overwrite", NONE, R, NONE),
-    nm("loops", NONE, R, ONE),
     nm("verify_only", NONE, Flag, NONE),
     nm("ramp_size", NONE, R, NONE),
     nm("verify", NONE, R, ZERO),
@@ -449,6 +449,12 @@ static OPTIONS: &[OptDef] = &[
     nm("cmdprio_bssplit", NONE, R, NONE),
 ];
 
+/// Every option of the table with its class, for documentation (docs/fio.md
+/// keeps a table of them, checked against this list by a test).
+pub(crate) fn all() -> &'static [OptDef] {
+    OPTIONS
+}
+
 /// Looks up an option by its name or an alias (exact, case-sensitive, as
 /// fio's `strcmp`).
 pub(crate) fn find(name: &str) -> Option<&'static OptDef> {
@@ -492,6 +498,9 @@ pub(crate) struct JobState {
     bssplit: [Option<Vec<(u64, u32)>>; 3],
     size: Option<SizeSpec>,
     offset: u64,
+    io_size: Option<u64>,
+    loops: u32,
+    blockalign: [u64; 3],
     numjobs: u64,
     iodepth: u32,
     ioengine: IoEngine,
@@ -557,6 +566,9 @@ impl Default for JobState {
             bssplit: [None, None, None],
             size: None,
             offset: 0,
+            io_size: None,
+            loops: 1,
+            blockalign: [0; 3],
             numjobs: 1,
             iodepth: 1,
             ioengine: IoEngine::Psync,
@@ -816,6 +828,27 @@ impl JobState {
                     }
                 }
             }
+            "io_size" => {
+                if v.contains([',', ':', '-']) {
+                    return Err(format!("expected a single size, got '{v}'"));
+                }
+                self.io_size = match parse_bytes(v, kb)? {
+                    ByteValue::Bytes(0) => None,
+                    ByteValue::Bytes(n) => Some(n),
+                    ByteValue::Percent(_) => {
+                        return Err("io_size as a percentage is not modeled yet".to_string())
+                    }
+                }
+            }
+            "loops" => self.loops = int(1, U32_MAX)? as u32,
+            // Per direction as `bs`; fio's `FIO_OPT_INT` with `.minval = 1`.
+            "ba" => {
+                for (d, part) in split_dirs(v)?.iter().enumerate() {
+                    if let Some(p) = part {
+                        self.blockalign[d] = parse_int(p, kb, 1, U32_MAX)?;
+                    }
+                }
+            }
             "numjobs" => self.numjobs = int(0, U32_MAX)?,
             "iodepth" => self.iodepth = int(1, U32_MAX)? as u32,
             "ioengine" => self.ioengine = parse_engine(v)?,
@@ -1020,7 +1053,8 @@ impl JobState {
             let writes = !matches!(self.rw, RwMode::Read | RwMode::RandRead);
             if writes
                 && (sizes.iter().any(|b| !b.is_multiple_of(page))
-                    || !self.offset.is_multiple_of(page))
+                    || !self.offset.is_multiple_of(page)
+                    || !self.blockalign[1].is_multiple_of(page))
             {
                 return Err(format!(
                     "job '{name}': buffered writes of part of a page (bs or offset not a \
@@ -1031,6 +1065,14 @@ impl JobState {
         }
         if self.numjobs == 0 {
             return Err(format!("job '{name}': numjobs must be at least 1"));
+        }
+        // Offsets go to the device in 512-byte sectors, as for the block sizes.
+        for (d, ba) in ["read", "write", "trim"].iter().zip(self.blockalign) {
+            if ba % 512 != 0 {
+                return Err(format!(
+                    "job '{name}': {d} blockalign {ba} is not a multiple of 512 bytes"
+                ));
+            }
         }
         let bs = BlockSizes {
             read: self.bs[0],
@@ -1125,6 +1167,9 @@ impl JobState {
             bs_dist,
             size: self.size,
             offset: self.offset,
+            io_size: self.io_size,
+            loops: self.loops,
+            blockalign: self.blockalign,
             numjobs: self.numjobs as u32,
             iodepth: self.iodepth,
             ioengine: self.ioengine,

@@ -18,6 +18,14 @@ use crate::stats::{GroupTotals, JobStats, DEFAULT_PERCENTILES};
 /// Run-status totals of one group (see [`GroupTotals::compute`]).
 pub type GroupResult = GroupTotals;
 
+/// The `fio version` the report carries: the fio release whose output
+/// format the writers follow (key for key, line for line; the JSON schema
+/// test compares against this release's own output). fio's tools read this
+/// string as `fio-MAJOR.MINOR` to decide which keys to expect, so it names a
+/// real fio release rather than iosched; iosched's own version is in the
+/// JSON's `"iosched"` object (`version`) and the text report's header.
+pub const FIO_VERSION: &str = "fio-3.42";
+
 /// fio's default `sig_figs`.
 pub const SIG_FIGS: usize = 4;
 /// fio's default `kb_base`.
