@@ -29,6 +29,11 @@ pub struct JobConfig {
     /// Per direction, how block sizes vary (`bsrange`, `bssplit`); `None`: every
     /// I/O has `bs`.
     pub bs_dist: [Option<BsDist>; 2],
+    /// `rw=randread:N`: a new random offset every N I/Os (1: every I/O).
+    pub seq_nr: u32,
+    /// `rw=read:N`: bytes added to each sequential offset (fio's
+    /// `ddir_seq_add`).
+    pub seq_add: i64,
     /// Random offsets' alignment per direction, bytes (fio's `blockalign`);
     /// 0: the direction's smallest block size, fio's default.
     pub blockalign: [u64; 2],
@@ -132,6 +137,8 @@ impl Default for JobConfig {
             bs: [4096, 4096],
             bs_dist: [None, None],
             blockalign: [0, 0],
+            seq_nr: 1,
+            seq_add: 0,
             offset: 0,
             size: 1 << 30,
             io_limit: 1 << 30,
@@ -267,6 +274,8 @@ pub struct Job {
     /// Sequential position per direction, bytes into the region, when sizes
     /// vary (fio's `last_pos`).
     seq_pos: [u64; 2],
+    /// I/Os issued per direction, for `seq_nr`.
+    seq_count: [u64; 2],
 }
 
 /// What the rate limit says about the next I/O.
@@ -444,6 +453,7 @@ impl Job {
             rate_dir: None,
             bs_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xB55B_0000_0000_0000),
             seq_pos: [0; 2],
+            seq_count: [0; 2],
             cfg,
             start: Ns::ZERO,
             started: false,
@@ -898,6 +908,9 @@ impl Job {
     /// and sequential ones follow the previous I/O; the size is drawn as fio's
     /// `get_next_buflen` draws it, again until it fits before the region's end.
     fn next_extent(&mut self, d: usize) -> (u64, u64) {
+        if self.cfg.seq_add != 0 || self.cfg.seq_nr > 1 {
+            return self.next_extent_suffixed(d);
+        }
         let bs = self.cfg.bs[d];
         let unit = if self.cfg.rw.is_random() {
             self.cfg.random_unit(d)
@@ -920,6 +933,53 @@ impl Job {
         let len = draw_bs(&dist, &mut self.bs_rng, size - off);
         self.seq_pos[d] = off + len;
         (off, len)
+    }
+
+    /// `next_extent` under an `rw` suffix, as fio's `get_next_seq_offset` and
+    /// `get_next_offset` do it. Sequential: each offset is the previous I/O's
+    /// end plus `seq_add` (not the first one's); past either end it wraps, to
+    /// the start going forwards, to `seq_add` before the end going backwards.
+    /// Random: every `seq_nr`-th I/O draws a random offset, the others follow
+    /// the previous I/O (those are not entered in the random map, unlike
+    /// fio's, so a later draw may repeat them within the pass).
+    fn next_extent_suffixed(&mut self, d: usize) -> (u64, u64) {
+        let size = self.cfg.size;
+        let bs = self.cfg.bs[d];
+        let len = |job: &mut Job, off: u64| match job.cfg.bs_dist[d].clone() {
+            Some(dist) => draw_bs(&dist, &mut job.bs_rng, size.saturating_sub(off)),
+            None => bs,
+        };
+        let fits = |off: u64| off.checked_add(bs).is_some_and(|e| e <= size);
+        let count = self.seq_count[d];
+        self.seq_count[d] += 1;
+        let off = if self.cfg.rw.is_random() {
+            let seq = count % u64::from(self.cfg.seq_nr.max(1)) != 0;
+            if seq && fits(self.seq_pos[d]) {
+                self.seq_pos[d]
+            } else {
+                self.pickers[d].next_block() * self.cfg.random_unit(d)
+            }
+        } else {
+            let last = self.seq_pos[d];
+            let add = self.cfg.seq_add;
+            let next = if last == 0 {
+                Some(0)
+            } else {
+                last.checked_add_signed(add).filter(|&o| fits(o))
+            };
+            match next {
+                Some(o) => o,
+                None if add > 0 => 0,
+                // Backwards: from the end, minus the step's own size.
+                None => size
+                    .checked_add_signed(add)
+                    .filter(|&o| fits(o))
+                    .unwrap_or(0),
+            }
+        };
+        let n = len(self, off);
+        self.seq_pos[d] = off + n;
+        (off, n)
     }
 
     /// An I/O unit completed; `None` for an fsync (fio reports those apart, and

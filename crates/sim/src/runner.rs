@@ -509,6 +509,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 bs: [spec.bs.read, spec.bs.write],
                 bs_dist: [spec.bs_dist[0].clone(), spec.bs_dist[1].clone()],
                 blockalign: [spec.blockalign[0], spec.blockalign[1]],
+                seq_nr: spec.rw_seq_nr,
+                seq_add: spec.rw_seq_add,
                 offset: spec.offset,
                 size,
                 // fio: `io_size` bytes (default: the region) per loop.

@@ -237,3 +237,49 @@ fn fio_version_is_parseable() {
     );
     assert_eq!(v["iosched"]["version"], env!("CARGO_PKG_VERSION"));
 }
+
+#[test]
+fn rw_suffixes_follow_fios_offsets() {
+    let offs = |name, job: &str| -> Vec<u64> { offsets(name, job).iter().map(|io| io.1).collect() };
+    // fio's backwards-read.fio: the first read at 0, then from the end down
+    // (fio 3.33 on a 64 KiB file gives exactly this sequence).
+    let got = offs("back", "[j]\ndirect=1\nbs=4k\nrw=read:-8k\nsize=64k\n");
+    let mut want = vec![0];
+    want.extend((1..=14).rev().map(|i| i * 4 * K));
+    want.push(0);
+    assert_eq!(got, want);
+    // Holes: every other block, then around again until size bytes are done.
+    let got = offs("holes", "[j]\ndirect=1\nbs=4k\nrw=write:4k\nsize=64k\n");
+    let pass: Vec<u64> = (0..8).map(|i| i * 8 * K).collect();
+    assert_eq!(got, [pass.clone(), pass].concat());
+    // randread:4: runs of four sequential reads from each random offset.
+    let got = offs(
+        "runs",
+        "[j]\ndirect=1\nbs=4k\nrw=randread:4\nsize=1m\nio_size=256k\n",
+    );
+    assert_eq!(got.len(), 64);
+    let mut starts = 0;
+    for run in got.chunks(4) {
+        if run.windows(2).all(|w| w[1] == w[0] + 4 * K) {
+            starts += 1;
+        }
+    }
+    // A run is cut short only where it would pass the end of the region.
+    assert!(starts >= 14, "{got:?}");
+    let plain = offs(
+        "rand",
+        "[j]\ndirect=1\nbs=4k\nrw=randread\nsize=1m\nio_size=256k\n",
+    );
+    let seqs = plain.windows(2).filter(|w| w[1] == w[0] + 4 * K).count();
+    assert!(seqs < 8, "{plain:?}");
+    for (rw, want) in [
+        ("randread:0", "at least 1"),
+        ("randread:x", "count of I/Os"),
+        ("read:4q", "malformed number"),
+        ("sideways:8", "invalid value 'sideways'"),
+    ] {
+        let e = parse_job_file("t.fio", &format!("[j]\ndirect=1\nrw={rw}\n")).unwrap_err();
+        assert!(e.to_string().contains(want), "{rw}: {e}");
+        assert_eq!((e.file(), e.line()), (Some("t.fio"), Some(3)), "{rw}");
+    }
+}

@@ -256,7 +256,7 @@ fn validation_errors() {
         ("rw=trim", "not modeled yet"),
         ("rw=randtrim", "not modeled yet"),
         ("rw=trimwrite", "not modeled yet"),
-        ("rw=read:8", "not modeled yet"),
+        ("rw=randread:0", "at least 1"),
         ("bsrange=4k", "expected a block size range MIN-MAX"),
         ("bssplit=4k/60:8k/60:16k:32k", "add to more than 100%"),
         ("bs=4k-8k", "bsrange=MIN-MAX"),
@@ -397,7 +397,7 @@ fn env_expansion() {
 #[test]
 fn ignored_options_are_listed_once_in_order() {
     let input = job("[global]\ndirect=1\nlockmem=1g\ndescription=hello world\n\
-         [a]\ninvalidate=1\nlockmem=2g\nwrite_iolog=x\nrate_min=0\nloops=1\n\
+         [a]\ninvalidate=1\nlockmem=2g\nwrite_iolog=x\nrate_min=0\nsoftrandommap=0\n\
          [b]\ngtod_reduce=1\ndescription=x\n")
     .unwrap();
     assert_eq!(
@@ -408,7 +408,7 @@ fn ignored_options_are_listed_once_in_order() {
             "invalidate",
             "write_iolog",
             "rate_min",
-            "loops",
+            "softrandommap",
             "gtod_reduce"
         ]
     );

@@ -483,6 +483,12 @@ pub struct JobSpec {
     pub filename: Option<String>,
     /// `rw` / `readwrite` (default `read`).
     pub rw: RwMode,
+    /// `rw=randread:N`'s N (default 1): a random offset is drawn every N
+    /// I/Os, those in between follow the previous one sequentially.
+    pub rw_seq_nr: u32,
+    /// `rw=read:N`'s N, bytes (default 0): added to each sequential offset
+    /// after the previous I/O's end (holes; negative: backwards).
+    pub rw_seq_add: i64,
     /// Percentage of reads in mixed workloads (`rwmixread`, or
     /// 100 - `rwmixwrite`; default 50).
     pub rwmixread: u32,

@@ -490,6 +490,8 @@ pub(crate) struct JobState {
     pub name: Option<String>,
     filename: Option<String>,
     rw: RwMode,
+    rw_seq_nr: u32,
+    rw_seq_add: i64,
     rwmixread: u32,
     /// Smallest and largest block size per direction (fio's `min_bs`,
     /// `max_bs`), and `bssplit`'s table.
@@ -560,6 +562,8 @@ impl Default for JobState {
             name: None,
             filename: None,
             rw: RwMode::Read,
+            rw_seq_nr: 1,
+            rw_seq_add: 0,
             rwmixread: 50,
             bs: [4096; 3],
             bs_max: [4096; 3],
@@ -771,7 +775,17 @@ impl JobState {
         match name {
             "name" => self.name = Some(v.to_string()),
             "filename" => self.filename = Some(parse_filename(v)?),
-            "rw" => self.rw = parse_rw(v)?,
+            "rw" => {
+                let (mode, suffix) = match v.split_once(':') {
+                    Some((m, s)) => (m.trim(), Some(s.trim())),
+                    None => (v, None),
+                };
+                self.rw = parse_rw(mode)?;
+                (self.rw_seq_nr, self.rw_seq_add) = match suffix {
+                    Some(s) => parse_rw_suffix(self.rw, s, kb)?,
+                    None => (1, 0),
+                };
+            }
             "rwmixread" => self.rwmixread = int(0, 100)? as u32,
             "rwmixwrite" => self.rwmixread = 100 - int(0, 100)? as u32,
             "bs" => {
@@ -1162,6 +1176,8 @@ impl JobState {
             source,
             filename: self.filename.clone(),
             rw: self.rw,
+            rw_seq_nr: self.rw_seq_nr,
+            rw_seq_add: self.rw_seq_add,
             rwmixread: self.rwmixread,
             bs,
             bs_dist,
@@ -1243,10 +1259,29 @@ fn parse_time(v: &str) -> Result<u64, String> {
     parse_time_seconds_default(v)
 }
 
-fn parse_rw(v: &str) -> Result<RwMode, String> {
-    if v.contains(':') {
-        return Err(format!("rw sequence suffixes ('{v}') are not modeled yet"));
+/// `rw`'s `:N` suffix (fio's `str_rw_cb`): for a random mode, how many I/Os
+/// share one random offset (`ddir_seq_nr`); for a sequential one, bytes added
+/// to each next offset (`ddir_seq_add`, negative to go backwards).
+fn parse_rw_suffix(mode: RwMode, suffix: &str, kb: u32) -> Result<(u32, i64), String> {
+    if mode.is_random() {
+        // fio uses atoi(), which reads "8k" as 8 and "x" as 0; we refuse both.
+        return match suffix.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok((n, 0)),
+            _ => Err(format!(
+                "rw suffix '{suffix}': a random mode takes a count of I/Os per random offset (at least 1)"
+            )),
+        };
     }
+    let (neg, body) = match suffix.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, suffix),
+    };
+    let n = parse_abs_bytes(body, kb).map_err(|e| format!("rw suffix '{suffix}': {e}"))?;
+    let n = i64::try_from(n).map_err(|_| format!("rw suffix '{suffix}' is too large"))?;
+    Ok((1, if neg { -n } else { n }))
+}
+
+fn parse_rw(v: &str) -> Result<RwMode, String> {
     Ok(match v {
         "read" => RwMode::Read,
         "write" => RwMode::Write,
