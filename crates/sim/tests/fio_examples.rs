@@ -1,0 +1,209 @@
+//! fio's own example job files (copied into `tests/data/fio-examples/`, see
+//! its README): each one runs, or is refused for a stated reason, and
+//! docs/fio.md says which. Also checks docs/fio.md's table of every fio
+//! option against the parser's own table.
+
+use sim::fio::{option_table, parse_job_file_with_env, OptionClass};
+use sim::runner::{self, RunOptions};
+use std::path::PathBuf;
+
+/// What iosched does with an example.
+#[derive(Debug, Clone, Copy)]
+enum Class {
+    /// Parses, plans and simulates, completing I/O.
+    Runs,
+    /// Refused; the message contains this text (it names the option).
+    Refused(&'static str),
+}
+use Class::{Refused, Runs};
+
+const DIRECTORY: &str = "option 'directory' is not modeled yet";
+const VERIFY: &str = "option 'verify' is not modeled yet";
+const ZONED: &str = "option 'zonemode' is not modeled: zoned block devices are not simulated";
+const NULL: &str = "ioengine=null is not modeled";
+const OFFLOAD: &str = "option 'io_submit_mode' is not modeled yet";
+const FILESIZE: &str = "option 'filesize' is not modeled yet";
+const STEADY: &str = "option 'steadystate' is not modeled yet";
+
+/// Every example and its class: keep in step with docs/fio.md.
+const EXAMPLES: &[(&str, Class)] = &[
+    ("1mbs_clients.fio", Refused(DIRECTORY)),
+    ("aio-read.fio", Refused(DIRECTORY)),
+    ("atomic-verify.fio", Refused(VERIFY)),
+    ("backwards-read.fio", Runs),
+    ("basic-verify.fio", Refused(VERIFY)),
+    ("butterfly.fio", Refused("option 'flow' is not modeled yet")),
+    (
+        "cmdprio-bssplit.fio",
+        Refused("option 'cmdprio_bssplit' is not modeled yet"),
+    ),
+    (
+        "cmdprio-percentage.fio",
+        Refused("option 'cmdprio_percentage' is not modeled yet"),
+    ),
+    ("cross-stripe-verify.fio", Refused(VERIFY)),
+    ("dedupe-global.fio", Runs),
+    ("disk-zone-profile.fio", Refused(ZONED)),
+    ("enospc-pressure.fio", Refused(DIRECTORY)),
+    ("example_latency_steadystate.fio", Refused(STEADY)),
+    ("exitwhat.fio", Refused(FILESIZE)),
+    ("fio-rand-RW.fio", Runs),
+    ("fio-rand-read.fio", Runs),
+    ("fio-rand-write.fio", Runs),
+    ("fio-seq-RW.fio", Runs),
+    ("fio-seq-read.fio", Runs),
+    ("fio-seq-write.fio", Runs),
+    ("fixed-rate-submission.fio", Refused(OFFLOAD)),
+    (
+        "flow.fio",
+        Refused("option 'flow_sleep' is not modeled yet"),
+    ),
+    ("fsx.fio", Runs),
+    ("iometer-file-access-server.fio", Runs),
+    ("jesd219.fio", Runs),
+    (
+        "latency-profile.fio",
+        Refused("option 'latency_target' is not modeled yet"),
+    ),
+    ("null.fio", Refused(NULL)),
+    ("numa.fio", Runs),
+    ("poisson-rate-submission.fio", Refused(OFFLOAD)),
+    ("rand-zones.fio", Runs),
+    ("sequence-distribution.fio", Refused(NULL)),
+    (
+        "sprandom.fio",
+        Refused("option 'sprandom' is not modeled yet"),
+    ),
+    ("ssd-steadystate.fio", Runs),
+    ("ssd-test.fio", Refused(DIRECTORY)),
+    ("steadystate.fio", Refused(STEADY)),
+    ("surface-scan.fio", Refused(VERIFY)),
+    ("tiobench-example.fio", Runs),
+    ("waitfor.fio", Refused(FILESIZE)),
+    ("xnvme-compare.fio", Runs),
+    ("xnvme-fdp.fio", Refused("option 'fdp' is not modeled yet")),
+    ("xnvme-pi.fio", Refused("unknown option 'md_per_io_size'")),
+    ("xnvme-zoned.fio", Refused(ZONED)),
+    ("zbd-rand-write-trim-gc.fio", Refused(ZONED)),
+    ("zbd-rand-write-zone-reset-gc.fio", Refused(ZONED)),
+    ("zbd-rand-write.fio", Refused(ZONED)),
+    ("zbd-seq-read.fio", Refused(ZONED)),
+    ("zipf.fio", Refused(NULL)),
+];
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/fio-examples")
+}
+
+fn docs() -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/fio.md");
+    std::fs::read_to_string(p).unwrap()
+}
+
+/// The variables the examples document (`FIO_BS=4k fio sprandom.fio`, the
+/// xnvme examples' `FIO_RW`, ...), set as a user running them would.
+fn env(name: &str) -> Option<String> {
+    match name {
+        "FIO_BS" => Some("4k".into()),
+        "FIO_RW" => Some("randread".into()),
+        "FIO_IODEPTH" => Some("16".into()),
+        _ => None,
+    }
+}
+
+/// Parse and plan (and, for `run`, simulate) one example; the error text if
+/// it is refused anywhere on the way.
+fn try_example(name: &str, text: &str) -> Result<u64, String> {
+    let mut input = parse_job_file_with_env(name, text, env).map_err(|e| {
+        // Every refusal while reading the file names its line.
+        assert_eq!(e.file(), Some(name), "{e}");
+        assert!(e.line().is_some(), "{e}");
+        e.to_string()
+    })?;
+    // Keep the test quick: 20 ms of simulated time per job (the examples
+    // ask for up to hours), no ramp or start delay. The class does not
+    // depend on how long a job runs.
+    for j in &mut input.jobs {
+        j.runtime_ns = Some(j.runtime_ns.unwrap_or(u64::MAX).min(20_000_000));
+        j.ramp_time_ns = j.ramp_time_ns.min(2_000_000);
+        j.start_delay_ns = 0;
+    }
+    let o = RunOptions {
+        seed: 1,
+        ..RunOptions::new(devices::profile("hdd-7200").unwrap())
+    };
+    let plan = runner::plan(&input, &o).map_err(|e| e.to_string())?;
+    let rep = runner::run(&input, &o, plan, None).map_err(|e| e.to_string())?;
+    Ok(rep.jobs.iter().map(|j| j.stats.total_ios()).sum())
+}
+
+#[test]
+fn every_example_has_its_class() {
+    let mut files: Vec<String> = std::fs::read_dir(data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".fio"))
+        .collect();
+    files.sort();
+    let listed: Vec<&str> = EXAMPLES.iter().map(|e| e.0).collect();
+    assert_eq!(
+        files, listed,
+        "every copied example is classified, and only those"
+    );
+    let mut failures = Vec::new();
+    for (name, class) in EXAMPLES {
+        let text = std::fs::read_to_string(data_dir().join(name)).unwrap();
+        match (class, try_example(name, &text)) {
+            (Runs, Ok(ios)) if ios > 0 => {}
+            (Runs, Ok(_)) => failures.push(format!("{name}: ran but completed no I/O")),
+            (Runs, Err(e)) => failures.push(format!("{name}: expected to run, got: {e}")),
+            (Refused(want), Err(e)) if e.contains(want) => {}
+            (Refused(want), r) => failures.push(format!("{name}: expected '{want}', got {r:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn docs_list_every_example_with_its_class() {
+    let doc = docs();
+    for (name, class) in EXAMPLES {
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+            .unwrap_or_else(|| panic!("docs/fio.md has no row for {name}"));
+        let word = match class {
+            Runs => "runs",
+            Refused(_) => "refused",
+        };
+        assert!(row.contains(&format!("| {word} |")), "{row}");
+    }
+}
+
+#[test]
+fn docs_table_matches_the_option_table() {
+    let doc = docs();
+    let rows: Vec<&str> = doc
+        .lines()
+        .skip_while(|l| !l.starts_with("## Every fio option"))
+        .filter(|l| l.starts_with("| `"))
+        .collect();
+    let table = option_table();
+    assert_eq!(rows.len(), table.len(), "one row per option");
+    for (row, opt) in rows.iter().zip(&table) {
+        assert!(
+            row.starts_with(&format!("| `{}` |", opt.name)),
+            "{row} vs {}",
+            opt.name
+        );
+        let class = match &opt.class {
+            OptionClass::Modeled => "modeled",
+            OptionClass::NoEffect => "no effect",
+            OptionClass::Refused(_) => "refused",
+        };
+        assert!(row.contains(&format!("| {class} |")), "{row}: want {class}");
+        for a in &opt.aliases {
+            assert!(row.contains(&format!("`{a}`")), "{row}: alias {a}");
+        }
+    }
+}
