@@ -1,6 +1,6 @@
 //! Scheduler conformance trace replay (`iosched sched-replay`).
 //!
-//! A conformance trace (JSON Lines, see `DESIGN.md`, "Scheduler conformance trace")
+//! A conformance trace (JSON Lines, see docs/trace-format.md)
 //! is a header naming a scheduler and its tunables, then a stream of `insert`,
 //! `dispatch` and `complete` ops with nanosecond timestamps. Replaying it drives one
 //! [`Elevator`] through exactly those calls in the *replay environment*: one request

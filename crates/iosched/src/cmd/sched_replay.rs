@@ -11,8 +11,8 @@ use std::path::PathBuf;
 /// names the file and line.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Example:\n  iosched sched-replay tests/data/ddl-batch.jsonl\n\n\
-Trace format: see DESIGN.md, \"Scheduler conformance trace\"."
+    after_help = "Example:\n  iosched sched-replay crates/sim/tests/data/none-basic.jsonl\n\n\
+Trace format: docs/trace-format.md in the iosched repository."
 )]
 pub struct Args {
     /// The conformance trace (`-` for stdin).
