@@ -13,7 +13,7 @@ use sim::fio::parse_command_line;
 )]
 pub struct Args {
     /// fio options, plus any of --device, --device-file, --sched, --set, --seed, --hz,
-    /// --cpus.
+    /// --cpus, --host, --host-file, --submit-ns (see `iosched run --help`).
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
