@@ -503,12 +503,24 @@ impl Simulation {
         obs: &mut dyn IoObserver,
     ) {
         let _ = self.queue.take_work();
+        let mut chain = None;
         let next = match act {
             Action::Submit(j) => {
                 let n = self.ios_per_call(j);
                 self.fill_now(j, now, n, obs);
                 self.run_due(now);
-                token(T_AFTER, j, 0)
+                // Back from the system call, the thread goes on: its next
+                // submission follows in the same stretch of CPU time; with nothing
+                // to submit and I/O in flight it sleeps until a completion.
+                match self.next_submission(j, now) {
+                    Some(n) => {
+                        self.jobs[j].cpu_pending = true;
+                        chain = Some((j, n));
+                        token(T_SUBMIT, j, 0)
+                    }
+                    None if self.jobs[j].inflight > 0 => host::cpu::NO_TOKEN,
+                    None => token(T_AFTER, j, 0),
+                }
             }
             Action::Complete(rqs) => {
                 for &id in &rqs {
@@ -525,7 +537,7 @@ impl Simulation {
             }
         };
         let w = self.queue.take_work();
-        let h = self.hs();
+        let h = self.host.as_mut().expect("host model");
         let (locked, free) = h.price(&w);
         let mut hold = 0;
         if let Some((l, prev)) = lock {
@@ -539,12 +551,17 @@ impl Simulation {
         } else {
             hold += locked;
         }
-        let item = Item {
+        let mut item = Item {
             usr: 0,
             sys: hold + free,
             token: next,
             nonpreempt: lock.is_some(),
         };
+        if let Some((j, n)) = chain {
+            let pre = h.submit_item(&self.jobs[j].cfg, n as u64, next);
+            item.usr += pre.usr;
+            item.sys += pre.sys;
+        }
         if spinning {
             h.cpus.end_spin(now.0, cpu, item);
         } else {
@@ -601,7 +618,7 @@ impl Simulation {
         }
         h.reap_armed[j] = true;
         let t = h.threads[j];
-        let wake = if h.cpus.is_sleeping(t) {
+        let wake = if h.cpus.is_sleeping(now.0, t) {
             h.costs.wakeup_ns
         } else {
             0
