@@ -336,6 +336,8 @@ pub struct Queue {
     split_left: FxHashMap<u64, u32>,
     /// Work counted for the host model.
     work: Work,
+    /// The CPU the caller acts on ([`Queue::set_cpu`]).
+    cur_cpu: u32,
 }
 
 impl std::fmt::Debug for Queue {
@@ -392,6 +394,7 @@ impl Queue {
             requeue_at: None,
             split_left: FxHashMap::default(),
             work: Work::default(),
+            cur_cpu: 0,
             cfg,
         }
     }
@@ -412,6 +415,12 @@ impl Queue {
         let mut w = std::mem::take(&mut self.work);
         w.elv = self.elevator.take_work();
         w
+    }
+
+    /// The CPU the caller's next calls act on (a host model): requests handed to
+    /// the driver record it as their [`Request::issue_cpu`].
+    pub fn set_cpu(&mut self, cpu: u32) {
+        self.cur_cpu = cpu;
     }
 
     /// An elevator other than `none` is attached.
@@ -1151,6 +1160,7 @@ impl Queue {
             let r = self.rqs.get_mut(id);
             r.started = true;
             r.issue_ns = now;
+            r.issue_cpu = self.cur_cpu;
         }
         self.work.queue_rqs += 1;
         let st = drv.queue_rq(now, id, self.rqs.get(id), last);

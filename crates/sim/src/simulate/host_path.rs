@@ -326,7 +326,7 @@ impl Simulation {
         for &id in done {
             let rq = self.queue.request(id);
             let cpu = if inline {
-                rq.cpu
+                rq.issue_cpu
             } else {
                 self.queue
                     .cpu_map()
@@ -553,6 +553,7 @@ impl Simulation {
         obs: &mut dyn IoObserver,
     ) {
         let _ = self.queue.take_work();
+        self.queue.set_cpu(cpu);
         let mut chain = None;
         let next = match act {
             Action::Submit(j) => {
@@ -625,6 +626,7 @@ impl Simulation {
     /// the work is left to the next holder.
     fn host_exec_off_lock(&mut self, now: Ns, cpu: u32, act: Action, obs: &mut dyn IoObserver) {
         let _ = self.queue.take_work();
+        self.queue.set_cpu(cpu);
         let next = match act {
             Action::Submit(j) => {
                 let n = self.ios_per_call(j);
