@@ -211,6 +211,47 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
             .map(|s| s.ts_ns.saturating_sub(t0))
             .collect();
     }
+    // Each cgroup's weight on the recorded device: its override for this device if
+    // it has one, else its default (what `bfq_io_set_weight` /
+    // `bfq_io_set_device_weight` leave in the group's entity).
+    for (path, &w) in &kt.meta.cgroup_weights {
+        let w = kt
+            .meta
+            .cgroup_device_weights
+            .get(&(path.clone(), dev))
+            .copied()
+            .unwrap_or(w);
+        c.header.cgroup_weights.push((path.clone(), w));
+    }
+    for ((path, d), &w) in &kt.meta.cgroup_device_weights {
+        if *d == dev && !kt.meta.cgroup_weights.contains_key(path) {
+            c.header.cgroup_weights.push((path.clone(), w));
+        }
+    }
+    // Exits of the processes that inserted requests, in trace order among the block
+    // events (the kernel releases the process's queues right after the event).
+    let submitters: std::collections::BTreeSet<u32> = events
+        .iter()
+        .filter(|e| e.kind == BlockKind::Insert)
+        .map(|e| e.pid)
+        .collect();
+    let exits: Vec<&super::parse::ProcessExit> = kt
+        .exits
+        .iter()
+        .filter(|x| submitters.contains(&x.pid))
+        .collect();
+    let mut next_exit = 0usize;
+    let push_exit = |c: &mut Converted, x: &super::parse::ProcessExit, last_t: &mut u64| {
+        let t = x.ts_ns.saturating_sub(t0).max(*last_t);
+        *last_t = t;
+        c.ops.push(TraceOp {
+            t,
+            jiffies: Some(fit.jiffies_at(x.ts_ns)),
+            kind: OpKind::Exit { pid: x.pid.max(1) },
+        });
+        c.expected.push(None);
+        c.source_line.push(x.line);
+    };
     let mut dropped = vec![];
     let mut queued: Vec<Pending> = Vec::new();
     let mut inflight: Vec<Pending> = Vec::new();
@@ -218,6 +259,10 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
     let mut next_id = 1u64;
     let mut last_t = 0u64;
     for e in events.iter().copied() {
+        while let Some(x) = exits.get(next_exit).filter(|x| x.line < e.line) {
+            push_exit(&mut c, x, &mut last_t);
+            next_exit += 1;
+        }
         // tracefs sorts per-CPU buffers by time; never let t go backwards anyway.
         let t = (e.ts_ns - t0).max(last_t);
         last_t = t;
@@ -358,6 +403,9 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                 );
             }
         }
+    }
+    for x in &exits[next_exit..] {
+        push_exit(&mut c, x, &mut last_t);
     }
     if !dropped.is_empty() {
         dropped.sort_unstable();

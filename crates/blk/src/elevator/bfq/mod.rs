@@ -58,7 +58,6 @@
 //! # Not modelled yet (extension points)
 //!
 //! - per-device group weight overrides, group statistics, offlining groups;
-//! - freeing queues and process exit (`bfq_exit_icq`);
 //! - `limit_depth` (async/sync-write shallow depths).
 //!
 //! `force_dispatch` ([`force`]) lets `kernel-trace compare` follow the kernel's
@@ -67,6 +66,7 @@
 pub mod budget;
 pub mod cgroup;
 pub mod coop;
+pub mod exit;
 pub mod force;
 pub mod idle;
 pub mod inject;
@@ -574,11 +574,12 @@ impl Bfq {
         if bq.dispatched > 0 || bq.busy {
             return;
         }
-        // A new queue has `last_end_request = creation + 1 ns`; the kernel reads its
-        // clock again a little later, ours has not moved: saturate at 0.
+        // Unsigned, as in the kernel: a brand-new queue's reference is its creation
+        // instant + 1 ns, read from the same (plug-cached) clock as `now`, so its
+        // first sample wraps and is clamped to the maximum, `2 × slice_idle`.
         let elapsed = now
             .0
-            .saturating_sub(bq.ttime.last_end_request.0)
+            .wrapping_sub(bq.ttime.last_end_request.0)
             .min(2 * slice_idle);
         let t = &mut bq.ttime;
         t.samples = (7 * t.samples + 256) / 8;
@@ -777,11 +778,14 @@ impl Bfq {
         let bq = &mut self.queues[q];
         let tot_io_time = now.wrapping_sub(bq.io_start_time);
         if bq.sort.is_empty() && bq.dispatched == 0 {
-            // The kernel's clock has moved on between bfq_init_bfqq and here; ours
-            // has not, so a brand-new queue would see -1 ns: saturate instead.
+            // Unsigned, as in the kernel: a brand-new queue's reference is its
+            // creation instant + 1 ns on the same clock, so its first sample is
+            // -1 ns, i.e. `u64::MAX`. That clears `IO_bound` at the next request
+            // (`5 × tot_idle_time` wraps but stays above any window) until another
+            // idle sample wraps the sum back.
             bq.tot_idle_time = bq
                 .tot_idle_time
-                .wrapping_add(now.saturating_sub(bq.ttime.last_end_request.0));
+                .wrapping_add(now.wrapping_sub(bq.ttime.last_end_request.0));
         }
         if bq.just_created {
             return;
@@ -1449,6 +1453,10 @@ impl Elevator for Bfq {
 
     fn force_dispatch(&mut self, ctx: &mut ElvCtx, rq: RqId) -> bool {
         self.force_dispatch_rq(ctx, rq)
+    }
+
+    fn exit_icq(&mut self, ctx: &mut ElvCtx, pid: u32) {
+        Bfq::exit_icq(self, ctx, pid);
     }
 
     fn completed_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId, _now: Ns) {
