@@ -165,6 +165,7 @@ fn compare(a: CompareArgs) -> Result<()> {
             "exact_pct": rep.exact_pct(),
             "explained_pct": rep.explained_pct(),
             "missing": rep.missing,
+            "not_queued": rep.not_queued,
             "refusals": rep.refusals,
             "refusals_not_reproduced": rep.refusals_not_reproduced,
             "stopped": rep.stopped,
@@ -221,6 +222,12 @@ fn compare(a: CompareArgs) -> Result<()> {
             out.push_str(&format!(
                 "not compared: {} (the kernel's request was merged away in our replay)\n",
                 rep.missing
+            ));
+        }
+        if rep.not_queued > 0 {
+            out.push_str(&format!(
+                "not compared: {} (the kernel's request was not queued in our replay)\n",
+                rep.not_queued
             ));
         }
         if rep.refusals + rep.refusals_not_reproduced > 0 {

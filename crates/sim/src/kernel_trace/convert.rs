@@ -337,7 +337,47 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                         dropped.push(p.op_index);
                         c.stats.request_merges += 1;
                     }
-                    None => c.stats.insert_merges += 1,
+                    None => {
+                        c.stats.insert_merges += 1;
+                        // An insert merge (`blk_mq_sched_try_insert_merge`): the new
+                        // request joined a queued one before its insert event, growing
+                        // it then and not at its issue. Replay the new request's insert
+                        // so that the scheduler merges it at the same moment (its
+                        // `bfq_init_rq` side effects included); the request it grew
+                        // keeps the geometry it had at its own insert.
+                        let into = queued.iter_mut().rev().find(|p| {
+                            p.dir == dir && p.class == class && (p.end == e.sector || p.sector == e.end())
+                        });
+                        if let Some(p) = into {
+                            if p.end == e.sector {
+                                p.end = e.end();
+                            } else {
+                                p.sector = e.sector;
+                            }
+                            let id = next_id;
+                            next_id += 1;
+                            let op = InsertOp {
+                                id,
+                                sector: e.sector,
+                                sectors: e.nr_sectors,
+                                dir,
+                                class: e.class,
+                                level: e.level.min(7),
+                                at_head: false,
+                                pid: e.pid.max(1),
+                                cpu: e.cpu.min(7),
+                                cgroup: kt
+                                    .meta
+                                    .task_cgroups
+                                    .get(&e.pid)
+                                    .cloned()
+                                    .unwrap_or_else(|| "/".into()),
+                                flags: flags_of(e),
+                                alloc_t: None,
+                            };
+                            push(&mut c, OpKind::Insert(op), None);
+                        }
+                    }
                 }
             }
             BlockKind::Issue => {

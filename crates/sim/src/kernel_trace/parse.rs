@@ -647,11 +647,48 @@ mod tests {
         let kt = parse("# iosched: task_cgroup=12 /a\n# iosched: task_cgroup=x /b\n# iosched: task_cgroup=13 b\n");
         assert_eq!(kt.meta.task_cgroups.len(), 1);
         assert_eq!(
-            kt.skipped,
+            kt.header_errors,
             vec![
                 (2, "bad task_cgroup line 'x /b'".to_string()),
                 (3, "bad task_cgroup line '13 b'".to_string())
             ]
+        );
+    }
+
+    #[test]
+    fn unreadable_header_lines_are_reported_with_their_line() {
+        let text = "# iosched: format=kernel-trace 1\n# iosched: hz=fast\n# iosched sched=bfq\n\
+                    # iosched: rotational=2\n# iosched: colour=blue\n# iosched: novalue\n\
+                    # iosched: format=kernel-trace 9\n# iosched: cgroup_weight=/a 0\n\
+                    # iosched: cgroup_weight_device=/a 7:0\n# iosched: sched=bfq\n";
+        let kt = parse(text);
+        let lines: Vec<usize> = kt.header_errors.iter().map(|e| e.0).collect();
+        // Line 3 lacks the colon: not a header line at all (a comment).
+        assert_eq!(lines, vec![2, 4, 5, 6, 7, 8, 9]);
+        assert!(kt.header_errors[0].1.contains("'fast'"), "{:?}", kt.header_errors);
+        assert!(kt.header_errors[2].1.contains("unknown header key 'colour'"));
+        assert_eq!(kt.meta.sched.as_deref(), Some("bfq"));
+    }
+
+    #[test]
+    fn cgroup_weights_and_process_exits() {
+        let text = "# iosched: cgroup_weight=/a b 300\n\
+                    # iosched: cgroup_weight_device=/a b 7:0 800\n\
+                    fio-31822   [001] .....   941.987699: sched_process_exit: comm=fio pid=31822 prio=120 group_dead=true\n";
+        let kt = parse(text);
+        assert!(kt.header_errors.is_empty(), "{:?}", kt.header_errors);
+        assert_eq!(kt.meta.cgroup_weights.get("/a b"), Some(&300));
+        assert_eq!(
+            kt.meta.cgroup_device_weights.get(&("/a b".to_string(), (7, 0))),
+            Some(&800)
+        );
+        assert_eq!(
+            kt.exits,
+            vec![ProcessExit {
+                line: 3,
+                ts_ns: 941_987_699_000,
+                pid: 31822
+            }]
         );
     }
 
