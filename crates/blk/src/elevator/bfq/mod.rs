@@ -1444,13 +1444,7 @@ impl Elevator for Bfq {
 
     fn dispatch_request(&mut self, ctx: &mut ElvCtx) -> Option<RqId> {
         self.set_clock(ctx);
-        let r = self.dispatch_one(ctx);
-        if std::env::var_os("BFQ_DBG").is_some() {
-            let s = self.in_service_queue;
-            eprintln!("DBG t={} got={:?} insvc={:?} {}", self.now.0, r.map(|x| x.index()), s,
-                s.map(|q| { let b=&self.queues[q]; format!("pid={} class={} wr={} short={} iob={} lim={} last_serv={} disp={} wait={} samples={} mean={} tid={} busy={:?} drv={}", b.pid, self.wf.ents[q].class, self.wf.ents[q].wr_coeff, b.has_short_ttime, b.io_bound, b.inject_limit, b.last_serv_time_ns, b.dispatched, b.wait_request, b.ttime.samples, b.ttime.mean, b.tot_idle_time, self.busy_queues, self.tot_rq_in_driver)}).unwrap_or_default());
-        }
-        r
+        self.dispatch_one(ctx)
     }
 
     fn has_work(&self, _ctx: &ElvCtx) -> bool {
