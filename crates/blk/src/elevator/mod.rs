@@ -142,6 +142,12 @@ pub trait Elevator {
     fn limit_depth(&self, _op: Op, _flags: ReqFlags) -> Option<u32> {
         None
     }
+    /// `limit_depth` with the allocating process known (BFQ limits a process whose
+    /// queue or groups hold more than their share of tags); by default
+    /// [`Elevator::limit_depth`].
+    fn limit_depth_for(&self, op: Op, flags: ReqFlags, _pid: u32) -> Option<u32> {
+        self.limit_depth(op, flags)
+    }
     /// `depth_updated`: `nr_requests` changed (also called once at init).
     fn depth_updated(&mut self, _nr_requests: u32) {}
     /// `prepare_request`: a request was allocated for this scheduler.

@@ -647,7 +647,7 @@ impl Queue {
     fn alloc_request(&mut self, now: Ns, hctx: u16, bio: &Bio) -> Option<RqId> {
         let limit = if self.has_elevator {
             self.elevator
-                .limit_depth(bio.op, bio.flags)
+                .limit_depth_for(bio.op, bio.flags, bio.pid)
                 .unwrap_or(self.nr_requests)
         } else {
             self.nr_requests

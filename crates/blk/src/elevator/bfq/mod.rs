@@ -58,7 +58,6 @@
 //! # Not modelled yet (extension points)
 //!
 //! - per-device group weight overrides, group statistics, offlining groups;
-//! - `limit_depth` (async/sync-write shallow depths).
 //!
 //! `force_dispatch` ([`force`]) lets `kernel-trace compare` follow the kernel's
 //! choices; the agreement on recorded traces is in `docs/validation.md` §5.
@@ -66,6 +65,7 @@
 pub mod budget;
 pub mod cgroup;
 pub mod coop;
+pub mod depth;
 pub mod exit;
 pub mod force;
 pub mod idle;
@@ -83,7 +83,7 @@ use crate::elevator::{
 };
 use crate::merge::MergeKind;
 use crate::request::{Bio, BioId, RqId};
-use crate::types::{CgroupId, Ns, ReqFlags};
+use crate::types::{CgroupId, Ns, Op, ReqFlags};
 use cgroup::{BfqGroup, DispatchSizeInfo, Variant};
 use queue::{effective_ioprio, ioprio_to_weight, BfqQueue, Bic, QueueId, RqData};
 use std::collections::{HashMap, VecDeque};
@@ -238,13 +238,19 @@ pub struct Bfq {
     /// The iosched-only switch `queue_merging` (not a kernel attribute): 0 turns
     /// off EQM and stable merging.
     queue_merging: bool,
+    /// `queue/nr_requests` as last told (`bfq_depth_updated`).
+    nr_requests: u32,
+    /// `async_depths[raised busy queues?][sync write?]` (6.17+ `bfq_update_depths`).
+    async_depths: [[u32; 2]; 2],
+    /// `entity.allocated` of each group entity (index: group).
+    group_allocated: Vec<u32>,
 }
 
 impl Bfq {
     /// `bfq_init_queue`.
     pub fn new(p: &QueueParams) -> Bfq {
         let hz = p.hz.max(1);
-        Bfq {
+        let mut b = Bfq {
             hz,
             rotational: p.rotational,
             wf: Wf2q::new(hz, 0),
@@ -307,7 +313,12 @@ impl Bfq {
             injected: 0,
             injection: true,
             queue_merging: true,
-        }
+            nr_requests: 0,
+            async_depths: [[1; 2]; 2],
+            group_allocated: Vec::new(),
+        };
+        b.update_depths(p.nr_requests);
+        b
     }
 
     fn set_clock(&mut self, ctx: &ElvCtx) {
@@ -526,6 +537,7 @@ impl Bfq {
             sector,
             ..RqData::default()
         };
+        self.count_allocated(q, true);
         // blk_mq_sched_try_insert_merge (after bfq_init_rq, as in v6.13)
         if mergeable && crate::merge::attempt_insert_merge(ctx, self, rq) {
             return;
@@ -547,6 +559,9 @@ impl Bfq {
                 }
             }
             self.queues[q].just_created = false;
+            // The request's allocation moves to the shared queue.
+            self.count_allocated(q, false);
+            self.count_allocated(new, true);
             q = new;
             self.rqd_mut(rq).bfqq = Some(new);
         }
@@ -1257,6 +1272,7 @@ impl Bfq {
             return;
         };
         self.set_clock(ctx);
+        self.count_allocated(q, false);
         if d.started {
             if self.waited_rq == Some(rq) {
                 self.update_inject_limit(q);
@@ -1409,6 +1425,14 @@ impl Elevator for Bfq {
 
     fn single_queue(&self) -> bool {
         true
+    }
+
+    fn limit_depth_for(&self, op: Op, flags: ReqFlags, pid: u32) -> Option<u32> {
+        self.limit_depth_of(op, flags, pid)
+    }
+
+    fn depth_updated(&mut self, nr_requests: u32) {
+        self.update_depths(nr_requests);
     }
 
     fn bio_merge(&mut self, ctx: &mut ElvCtx, bio: &Bio, bio_id: BioId) -> bool {
