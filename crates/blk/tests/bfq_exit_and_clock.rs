@@ -131,3 +131,46 @@ fn exits_release_one_reference_each_on_a_shared_queue() {
     assert_ne!(q2, q1);
     assert_eq!(h.b.queues[q2].process_refs, 1);
 }
+
+/// `ioprio_set` between two requests of one process (BFQ sees it as a new
+/// `bic->ioprio`, `bfq_check_ioprio_change`): the sync queue keeps its identity and
+/// takes the new class and weight when it is next activated
+/// (`bfq_set_next_ioprio_data`, applied by `__bfq_entity_update_weight_prio`); the
+/// async queue is replaced by the group's queue of the new priority.
+#[test]
+fn ioprio_change_between_requests() {
+    let mut h = Harness::new();
+    h.submit(Io::read(1, 0, 8));
+    let w1 = h.submit(Io::async_write(1, 100_000, 8));
+    let q = h.b.sync_queue_of(1).unwrap();
+    assert_eq!((h.b.entity(q).class, h.b.entity(q).weight), (1, 40));
+    let async_be4 = h.b.queue_of(w1).unwrap();
+    // Serve everything; the queues go idle.
+    for _ in 0..2 {
+        let d = h.dispatch().unwrap();
+        h.advance(h.now.add(100_000));
+        h.complete(d);
+    }
+    h.advance(Ns::from_ms(50));
+    assert!(!h.b.queues[q].busy);
+    // Now BE level 0: weight (8 - 0) × 10 = 80, same sync queue.
+    h.submit(Io::read(1, 50_000, 8).level(0));
+    assert_eq!(h.b.sync_queue_of(1), Some(q));
+    assert_eq!((h.b.entity(q).class, h.b.entity(q).weight), (1, 80));
+    let w2 = h.submit(Io::async_write(1, 200_000, 8).level(0));
+    let async_be0 = h.b.queue_of(w2).unwrap();
+    assert_ne!(async_be0, async_be4, "async_bfqq[BE][0] of the group");
+    assert_eq!(h.b.entity(async_be0).weight, 80);
+    for _ in 0..2 {
+        let d = h.dispatch().unwrap();
+        h.advance(h.now.add(100_000));
+        h.complete(d);
+    }
+    h.advance(Ns::from_ms(100));
+    // Then the RT class, level 2: RT weight (8 - 2) × 10 = 60, counted busy as RT.
+    h.submit(Io::read(1, 70_000, 8).class(IoClass::Rt).level(2));
+    assert_eq!(h.b.sync_queue_of(1), Some(q));
+    assert_eq!((h.b.entity(q).class, h.b.entity(q).weight), (0, 60));
+    assert_eq!(h.b.busy_queues, [1, 0, 0]);
+    h.b.check_invariants().unwrap();
+}
