@@ -189,6 +189,20 @@ fn one_cgroup_per_process() {
     assert_eq!(figures(&r), (256, 256, 256));
 }
 
+/// The seed-4 shape at length: four psync readers in `/c1`..`/c4`, 2 MiB each. The
+/// groups make the scenario asymmetric, so the in-service queue is plugged while
+/// its process prepares its next read, and both the kernel and ours inject other
+/// groups' reads into those windows (about 600 of our dispatches here). With our
+/// injection switched off (`bfq.injection=0`) the replay disagrees at once and
+/// stays at 70.75 %: the kernel does inject in this shape.
+#[test]
+fn one_cgroup_per_process_with_injection() {
+    let (_, r) = run("bfq-cg4-long.txt");
+    assert_eq!(figures(&r), (2048, 2048, 2048));
+    let (_, r) = run_with("bfq-cg4-long.txt", &[("injection", "0")]);
+    assert_eq!(figures(&r), (2048, 1443, 1449));
+}
+
 /// Four psync readers sharing one cgroup (`/sh`).
 #[test]
 fn four_processes_in_one_cgroup() {
