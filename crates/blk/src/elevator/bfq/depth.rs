@@ -76,41 +76,47 @@ impl Bfq {
     /// already has that many requests allocated. Nothing is over its limit unless
     /// the whole path is active.
     pub fn request_over_limit(&self, q: QueueId, limit: u32) -> bool {
-        let mut path = vec![EntityId::Queue(q)];
+        // The whole path must be active (the root group has no entity).
         let mut g = self.wf.group_of(q);
-        while g != ROOT_GROUP {
-            path.push(EntityId::Group(g));
-            g = self.wf.groups[g].parent.unwrap_or(ROOT_GROUP);
-        }
-        let entity = |id: EntityId| match id {
-            EntityId::Queue(q) => &self.wf.ents[q],
-            EntityId::Group(g) => &self.wf.groups[g].entity,
-        };
-        if path.iter().any(|&id| !entity(id).on_st_or_in_serv) {
+        if !self.wf.ents[q].on_st_or_in_serv {
             return false;
         }
-        let mut limit = u64::from(limit);
-        for (level, &id) in path.iter().enumerate().rev() {
-            let e = entity(id);
-            let sd = &self.wf.groups[e.sched_data].sd;
-            let wsum = if level > 0 {
-                sd.st[e.class].wsum
-            } else {
-                (0..=e.class).fold(0, |w, c| w * IOPRIO_BE_NR + sd.st[c].wsum)
-            };
-            if wsum == 0 {
-                continue;
+        while g != ROOT_GROUP {
+            if !self.wf.groups[g].entity.on_st_or_in_serv {
+                return false;
             }
-            limit = div_round_closest(limit * u64::from(e.weight), wsum);
-            let allocated = match id {
-                EntityId::Queue(q) => self.queues[q].allocated,
-                EntityId::Group(g) => self.group_allocated[g],
-            };
-            if u64::from(allocated) >= limit {
-                return true;
-            }
+            g = self.wf.groups[g].parent.unwrap_or(ROOT_GROUP);
         }
-        false
+        self.share_of(EntityId::Queue(q), u64::from(limit)).is_none()
+    }
+
+    /// The share of `limit` left to entity `id` once every level above it took its
+    /// own (top-down, by recursion up the groups), or `None` when `id` or an
+    /// ancestor already holds its share in allocated requests.
+    fn share_of(&self, id: EntityId, limit: u64) -> Option<u64> {
+        let (e, allocated) = match id {
+            EntityId::Queue(q) => (&self.wf.ents[q], self.queues[q].allocated),
+            EntityId::Group(g) => (
+                &self.wf.groups[g].entity,
+                self.group_allocated.get(g).copied().unwrap_or(0),
+            ),
+        };
+        // The parent level decides first.
+        let limit = if e.sched_data == ROOT_GROUP {
+            limit
+        } else {
+            self.share_of(EntityId::Group(e.sched_data), limit)?
+        };
+        let sd = &self.wf.groups[e.sched_data].sd;
+        let wsum = match id {
+            EntityId::Group(_) => sd.st[e.class].wsum,
+            EntityId::Queue(_) => (0..=e.class).fold(0, |w, c| w * IOPRIO_BE_NR + sd.st[c].wsum),
+        };
+        if wsum == 0 {
+            return Some(limit);
+        }
+        let limit = div_round_closest(limit * u64::from(e.weight), wsum);
+        (u64::from(allocated) < limit).then_some(limit)
     }
 
     /// `bfqq_request_allocated` (`up`) / `bfqq_request_freed`: a request of `q` was
