@@ -838,6 +838,10 @@ fn op_is_sync(op: Op, flags: ReqFlags) -> bool {
 }
 
 impl Elevator for Kyber {
+    fn lock_per_hctx(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "kyber"
     }
