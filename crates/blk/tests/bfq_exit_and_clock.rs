@@ -38,7 +38,10 @@ fn first_idle_time_sample_wraps_and_clears_io_bound() {
     let _r1 = h.submit(Io::read(1, 0, 8));
     let q = h.b.sync_queue_of(1).unwrap();
     assert_eq!(h.b.queues[q].tot_idle_time, u64::MAX);
-    assert!(h.b.queues[q].io_bound, "set at creation, not checked on the first request");
+    assert!(
+        h.b.queues[q].io_bound,
+        "set at creation, not checked on the first request"
+    );
     h.advance(Ns::from_us(100));
     let _r2 = h.submit(Io::read(1, 4096, 8));
     assert_eq!(h.b.queues[q].tot_idle_time, u64::MAX);

@@ -258,7 +258,9 @@ pub fn parse_profile(
         other => {
             return Err(d.err(
                 "model",
-                format!("unknown model '{other}': expected hdd, hdd-table, ssd, raid0, ideal or null"),
+                format!(
+                    "unknown model '{other}': expected hdd, hdd-table, ssd, raid0, ideal or null"
+                ),
             ))
         }
     };

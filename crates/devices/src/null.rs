@@ -62,11 +62,36 @@ impl NullParams {
             help,
         };
         vec![
-            p("irqmode", "", self.irqmode.to_string(), "0 complete in queue_rq, 1 softirq, 2 timer"),
-            p("completion_nsec", "ns", self.completion_nsec.to_string(), "completion time with irqmode=2"),
-            p("hw_queue_depth", "commands", self.hw_queue_depth.to_string(), "requests per hardware queue"),
-            p("submit_queues", "queues", self.submit_queues.to_string(), "hardware queues (at most one per CPU)"),
-            p("no_sched", "bool", self.no_sched.to_string(), "attach no scheduler by default"),
+            p(
+                "irqmode",
+                "",
+                self.irqmode.to_string(),
+                "0 complete in queue_rq, 1 softirq, 2 timer",
+            ),
+            p(
+                "completion_nsec",
+                "ns",
+                self.completion_nsec.to_string(),
+                "completion time with irqmode=2",
+            ),
+            p(
+                "hw_queue_depth",
+                "commands",
+                self.hw_queue_depth.to_string(),
+                "requests per hardware queue",
+            ),
+            p(
+                "submit_queues",
+                "queues",
+                self.submit_queues.to_string(),
+                "hardware queues (at most one per CPU)",
+            ),
+            p(
+                "no_sched",
+                "bool",
+                self.no_sched.to_string(),
+                "attach no scheduler by default",
+            ),
             p("gb", "GiB", self.gb.to_string(), "capacity"),
         ]
     }

@@ -310,7 +310,9 @@ impl Cpus {
     /// The context that just ended an item on CPU `c` (before [`Cpus::settle`])
     /// goes on with `item` at once.
     pub fn continue_on(&mut self, now: u64, c: u32, item: Item) {
-        let cur = self.cpus[c as usize].cur.expect("continue_on: CPU has no context");
+        let cur = self.cpus[c as usize]
+            .cur
+            .expect("continue_on: CPU has no context");
         debug_assert!(cur.item.is_none() && !cur.spinning);
         self.start(now, c, cur.ctx, item);
     }
@@ -433,16 +435,7 @@ impl Cpus {
         }
     }
 
-    fn account(
-        &mut self,
-        c: u32,
-        ctx: Ctx,
-        start: u64,
-        end: u64,
-        usr: u64,
-        sys: u64,
-        spin: bool,
-    ) {
+    fn account(&mut self, c: u32, ctx: Ctx, start: u64, end: u64, usr: u64, sys: u64, spin: bool) {
         if let Some(tr) = self.trace.as_mut() {
             if end > start {
                 tr.push(Segment {

@@ -38,4 +38,6 @@ pub mod cpu;
 pub mod lock;
 pub mod profile;
 
-pub use profile::{host, hosts, load_host_file, parse_host, CpuHost, HostProfile, UnknownHost, DEFAULT_HOST};
+pub use profile::{
+    host, hosts, load_host_file, parse_host, CpuHost, HostProfile, UnknownHost, DEFAULT_HOST,
+};

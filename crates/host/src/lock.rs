@@ -56,7 +56,13 @@ impl LockCosts {
 
     /// The cost of `acquisitions` acquisitions by CPU `cpu` after `prev` held the
     /// lock, with `waiters` CPUs spinning.
-    pub fn acquisitions(&self, acquisitions: u64, prev: Option<u32>, cpu: u32, waiters: u64) -> u64 {
+    pub fn acquisitions(
+        &self,
+        acquisitions: u64,
+        prev: Option<u32>,
+        cpu: u32,
+        waiters: u64,
+    ) -> u64 {
         if acquisitions == 0 {
             return 0;
         }

@@ -176,7 +176,12 @@ impl HostProfile {
             return Vec::new();
         };
         let mut v = vec![
-            ("cpus".into(), "CPUs", h.nr_cpus.to_string(), "CPUs (hardware threads)"),
+            (
+                "cpus".into(),
+                "CPUs",
+                h.nr_cpus.to_string(),
+                "CPUs (hardware threads)",
+            ),
             (
                 "llc_cpus".into(),
                 "CPUs",
@@ -241,9 +246,18 @@ pub fn parse_host(file: &str, text: &str) -> Result<HostProfile, ProfileError> {
 }
 
 const BUILTIN: &[(&str, &str)] = &[
-    ("x86-server.toml", include_str!("../profiles/x86-server.toml")),
-    ("ryzen-7950x.toml", include_str!("../profiles/ryzen-7950x.toml")),
-    ("kunpeng920.toml", include_str!("../profiles/kunpeng920.toml")),
+    (
+        "x86-server.toml",
+        include_str!("../profiles/x86-server.toml"),
+    ),
+    (
+        "ryzen-7950x.toml",
+        include_str!("../profiles/ryzen-7950x.toml"),
+    ),
+    (
+        "kunpeng920.toml",
+        include_str!("../profiles/kunpeng920.toml"),
+    ),
     ("laptop-4c.toml", include_str!("../profiles/laptop-4c.toml")),
     ("free.toml", include_str!("../profiles/free.toml")),
 ];

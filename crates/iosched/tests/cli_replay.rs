@@ -139,9 +139,24 @@ fn kernel_trace_compare_rejects_non_trace() {
 fn kernel_trace_compare_refuses_an_unreadable_header() {
     let body: String = KT.lines().skip(3).map(|l| format!("{l}\n")).collect();
     for (name, header, line, needle) in [
-        ("badhz", "# iosched: hz=250\n# iosched: sched=none\n# iosched: rotational=yes\n", 3, "'yes'"),
-        ("unknown", "# iosched: sched=none\n# iosched: tunabel.x=1\n", 2, "unknown header key 'tunabel.x'"),
-        ("nosched", "# iosched: hz=250\n# iosched: dev=7,0\n", 1, "names no scheduler"),
+        (
+            "badhz",
+            "# iosched: hz=250\n# iosched: sched=none\n# iosched: rotational=yes\n",
+            3,
+            "'yes'",
+        ),
+        (
+            "unknown",
+            "# iosched: sched=none\n# iosched: tunabel.x=1\n",
+            2,
+            "unknown header key 'tunabel.x'",
+        ),
+        (
+            "nosched",
+            "# iosched: hz=250\n# iosched: dev=7,0\n",
+            1,
+            "names no scheduler",
+        ),
         ("noheader", "", 1, "no '# iosched:' header"),
     ] {
         let p = tmp(&format!("hdr-{name}.txt"), &format!("{header}{body}"));
@@ -154,7 +169,10 @@ fn kernel_trace_compare_refuses_an_unreadable_header() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{name}: {err}");
         assert!(o.stdout.is_empty(), "{name}");
-        assert!(err.contains(&format!("{}:{line}: ", p.display())), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{}:{line}: ", p.display())),
+            "{name}: {err}"
+        );
         assert!(err.contains(needle), "{name}: {err}");
     }
 }

@@ -175,7 +175,12 @@ fn seed2_buffered_flush_at_head_is_faster_on_a_real_host() {
     );
     let rows = compare(
         &f,
-        &["--device", "ssd-sata", "--vary", "blk.flush_insert=head,tail"],
+        &[
+            "--device",
+            "ssd-sata",
+            "--vary",
+            "blk.flush_insert=head,tail",
+        ],
     );
     let (head, tail) = (rows[0].2, rows[1].2);
     assert!(

@@ -91,7 +91,11 @@ pub fn default_submit_cost_ns(engine: crate::fio::IoEngine) -> u64 {
 
 /// A host's CPU time per I/O before the block layer: fio's own work, the system call
 /// and the engine's (what the submission item of the host model costs per I/O).
-pub fn host_submit_ns(c: &host::profile::Costs, engine: crate::fio::IoEngine, fixedbufs: bool) -> u64 {
+pub fn host_submit_ns(
+    c: &host::profile::Costs,
+    engine: crate::fio::IoEngine,
+    fixedbufs: bool,
+) -> u64 {
     c.fio_io_ns + c.syscall_ns + host::profile::engine_io_ns(c, engine.host_kind(), fixedbufs)
 }
 
@@ -1104,7 +1108,10 @@ pub fn run(
             report.footer.push(format!("  {k}: {v}"));
         }
     }
-    let host_json = summary.host.as_ref().map(|h| host_footer(&mut report, h, summary.end));
+    let host_json = summary
+        .host
+        .as_ref()
+        .map(|h| host_footer(&mut report, h, summary.end));
     report.extra = Some(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "device": opts.device.name,
@@ -1134,7 +1141,12 @@ fn host_footer(
 ) -> serde_json::Value {
     let wall = end.0.max(1) as f64 * h.cpus.len().max(1) as f64;
     let sum = |f: fn(&host::cpu::CpuTime) -> u64| h.cpus.iter().map(f).sum::<u64>();
-    let (usr, sys, irq, spin) = (sum(|c| c.usr), sum(|c| c.sys), sum(|c| c.irq), sum(|c| c.spin));
+    let (usr, sys, irq, spin) = (
+        sum(|c| c.usr),
+        sum(|c| c.sys),
+        sum(|c| c.irq),
+        sum(|c| c.spin),
+    );
     let pct = |x: u64| 100.0 * x as f64 / wall;
     report.footer.push(format!(
         "Host CPUs ({}): usr={:.2}%, sys={:.2}%, irq={:.2}%, idle={:.2}% (of which spinning on locks: {:.2}%)",

@@ -361,9 +361,11 @@ impl Simulation {
             events.push(Ns::ZERO, Ev::GroupStart(*g));
         }
         let nr_jobs = jobs.len();
-        let host = cfg.host.cpus.as_ref().map(|h| {
-            host_path::HostState::new(h, cfg.nr_cpus, &queue, &jobs, info.completion)
-        });
+        let host = cfg
+            .host
+            .cpus
+            .as_ref()
+            .map(|h| host_path::HostState::new(h, cfg.nr_cpus, &queue, &jobs, info.completion));
         let max_sectors = queue.config().limits.max_sectors as u64;
         let ras = jobs
             .iter()

@@ -185,7 +185,10 @@ fn one_cgroup_per_process() {
     let (_, r) = run("bfq-cg4.txt");
     assert_eq!(figures(&r), (256, 256, 256));
     let (c, r) = run("bfq-cg4-nolowlat.txt");
-    assert!(c.header.tunables.contains(&("low_latency".into(), "0".into())));
+    assert!(c
+        .header
+        .tunables
+        .contains(&("low_latency".into(), "0".into())));
     assert_eq!(figures(&r), (256, 256, 256));
 }
 

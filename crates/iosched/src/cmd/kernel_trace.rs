@@ -911,7 +911,11 @@ fn set_cgroup_weight(rec: &mut Recording, spec: &str, dev: Option<(u32, u32)>) -
         .filter(|w| (1..=1000).contains(w))
         .ok_or_else(|| anyhow!("--cgroup-weight '{spec}': the weight must be 1..=1000"))?;
     let rel = path.trim_matches('/');
-    if rel.is_empty() || rel.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+    if rel.is_empty()
+        || rel
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+    {
         bail!("--cgroup-weight '{spec}': bad cgroup path");
     }
     let (root, v1) = blkio_root().ok_or_else(|| anyhow!("no block cgroup hierarchy found"))?;

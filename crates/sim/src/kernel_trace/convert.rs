@@ -346,7 +346,9 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                         // `bfq_init_rq` side effects included); the request it grew
                         // keeps the geometry it had at its own insert.
                         let into = queued.iter_mut().rev().find(|p| {
-                            p.dir == dir && p.class == class && (p.end == e.sector || p.sector == e.end())
+                            p.dir == dir
+                                && p.class == class
+                                && (p.end == e.sector || p.sector == e.end())
                         });
                         if let Some(p) = into {
                             if p.end == e.sector {

@@ -27,7 +27,11 @@ pub fn load(text: &str, sched: &str, hz: Option<u32>) -> (KernelTrace, JiffiesFi
     load_parsed(parse(text), sched, hz)
 }
 
-fn load_parsed(kt: KernelTrace, sched: &str, hz: Option<u32>) -> (KernelTrace, JiffiesFit, Converted) {
+fn load_parsed(
+    kt: KernelTrace,
+    sched: &str,
+    hz: Option<u32>,
+) -> (KernelTrace, JiffiesFit, Converted) {
     let hz = hz.or(kt.meta.hz).unwrap_or(250);
     let first = kt.events.first().map(|e| e.ts_ns).unwrap_or(0);
     let f = fit(&kt.samples, hz).unwrap_or_else(|| JiffiesFit::unanchored(first, hz));
@@ -48,10 +52,7 @@ pub fn load_checked(
     if let Some((n, e)) = kt.header_errors.first() {
         return Err(format!("{n}: {e}"));
     }
-    let header_lines = text
-        .lines()
-        .filter(|l| l.starts_with("# iosched:"))
-        .count();
+    let header_lines = text.lines().filter(|l| l.starts_with("# iosched:")).count();
     if header_lines == 0 {
         return Err("1: no '# iosched:' header (not made by kernel-trace record?)".into());
     }

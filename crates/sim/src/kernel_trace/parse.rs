@@ -273,7 +273,9 @@ fn header_line(meta: &mut TraceMeta, h: &str) -> Result<(), String> {
     let bad = || format!("bad value '{v}' for header key '{k}'");
     match k {
         "format" if v != "kernel-trace 1" => {
-            return Err(format!("unknown recording format '{v}' (expected 'kernel-trace 1')"))
+            return Err(format!(
+                "unknown recording format '{v}' (expected 'kernel-trace 1')"
+            ))
         }
         "hz" => meta.hz = Some(v.parse().ok().filter(|&h| h > 0).ok_or_else(bad)?),
         "dev" => meta.dev = Some(parse_dev(v).ok_or_else(bad)?),
@@ -507,7 +509,9 @@ pub fn parse(text: &str) -> KernelTrace {
                         ts_ns: ts,
                         pid,
                     }),
-                    None => kt.skipped.push((n, "sched_process_exit without pid".into())),
+                    None => kt
+                        .skipped
+                        .push((n, "sched_process_exit without pid".into())),
                 }
                 continue;
             }
@@ -665,8 +669,14 @@ mod tests {
         let lines: Vec<usize> = kt.header_errors.iter().map(|e| e.0).collect();
         // Line 3 lacks the colon: not a header line at all (a comment).
         assert_eq!(lines, vec![2, 4, 5, 6, 7, 8, 9]);
-        assert!(kt.header_errors[0].1.contains("'fast'"), "{:?}", kt.header_errors);
-        assert!(kt.header_errors[2].1.contains("unknown header key 'colour'"));
+        assert!(
+            kt.header_errors[0].1.contains("'fast'"),
+            "{:?}",
+            kt.header_errors
+        );
+        assert!(kt.header_errors[2]
+            .1
+            .contains("unknown header key 'colour'"));
         assert_eq!(kt.meta.sched.as_deref(), Some("bfq"));
     }
 
@@ -679,7 +689,9 @@ mod tests {
         assert!(kt.header_errors.is_empty(), "{:?}", kt.header_errors);
         assert_eq!(kt.meta.cgroup_weights.get("/a b"), Some(&300));
         assert_eq!(
-            kt.meta.cgroup_device_weights.get(&("/a b".to_string(), (7, 0))),
+            kt.meta
+                .cgroup_device_weights
+                .get(&("/a b".to_string(), (7, 0))),
             Some(&800)
         );
         assert_eq!(

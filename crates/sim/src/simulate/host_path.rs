@@ -327,7 +327,8 @@ impl Simulation {
             let h = self.hs();
             let cpu = cpu % h.cpus.len();
             let b = h.store_batch(rqs);
-            h.cpus.irq(now.0, cpu, Item::new(0, irq_ns, token(T_IRQ, b, cpu)));
+            h.cpus
+                .irq(now.0, cpu, Item::new(0, irq_ns, token(T_IRQ, b, cpu)));
         }
     }
 
@@ -529,7 +530,8 @@ impl Simulation {
             let deferred = std::mem::take(&mut h.deferred_ns);
             hold = locked
                 + deferred
-                + h.lockc.acquisitions(h.lock_calls(&w).max(1), prev, cpu, waiters);
+                + h.lockc
+                    .acquisitions(h.lock_calls(&w).max(1), prev, cpu, waiters);
             h.locks[l].hold(now.0, hold);
         } else {
             hold += locked;

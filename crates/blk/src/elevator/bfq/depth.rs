@@ -87,7 +87,8 @@ impl Bfq {
             }
             g = self.wf.groups[g].parent.unwrap_or(ROOT_GROUP);
         }
-        self.share_of(EntityId::Queue(q), u64::from(limit)).is_none()
+        self.share_of(EntityId::Queue(q), u64::from(limit))
+            .is_none()
     }
 
     /// The share of `limit` left to entity `id` once every level above it took its

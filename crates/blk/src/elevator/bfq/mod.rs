@@ -1425,7 +1425,10 @@ impl Bfq {
     /// A B-WF2Q+ service-tree update (activation, selection): O(log n) in the busy
     /// queues, as the host model prices it.
     fn count_tree_work(&mut self) {
-        let busy = self.busy_queues.iter().fold(0u32, |a, &b| a.saturating_add(b));
+        let busy = self
+            .busy_queues
+            .iter()
+            .fold(0u32, |a, &b| a.saturating_add(b));
         self.host_work.tree_steps += u64::from(busy.saturating_add(1).ilog2()) + 1;
     }
 }
