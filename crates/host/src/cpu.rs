@@ -435,6 +435,7 @@ impl Cpus {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn account(&mut self, c: u32, ctx: Ctx, start: u64, end: u64, usr: u64, sys: u64, spin: bool) {
         if let Some(tr) = self.trace.as_mut() {
             if end > start {

@@ -649,7 +649,11 @@ fn record_inner(
     let mut fio = Command::new("fio");
     // Global options go before the first --name, so the device applies to every job.
     fio.arg(format!("--filename={dev}")).args(&a.fio);
-    let (fio_out, task_cgroups, weights) = run_watching_cgroups(fio, (maj, min))?;
+    let FioRun {
+        output: fio_out,
+        task_cgroups,
+        weights,
+    } = run_watching_cgroups(fio, (maj, min))?;
     write_attr(format!("{TRACEFS}/tracing_on"), "0")?;
     let stat_after = read_attr(&stat_path)?;
     check_interrupted()?;
@@ -772,14 +776,7 @@ fn record_inner(
 /// threads) while they live: block events name the submitting task, not its cgroup,
 /// and BFQ schedules by cgroup. Only tasks outside the root cgroup are listed, in tid
 /// order.
-fn run_watching_cgroups(
-    mut fio: Command,
-    dev: (u32, u32),
-) -> Result<(
-    std::process::Output,
-    std::collections::BTreeMap<u32, String>,
-    std::collections::BTreeMap<String, CgroupWeight>,
-)> {
+fn run_watching_cgroups(mut fio: Command, dev: (u32, u32)) -> Result<FioRun> {
     use std::process::Stdio;
     let mut child = fio
         .stdout(Stdio::piped())
@@ -816,15 +813,23 @@ fn run_watching_cgroups(
     };
     let stdout = out_t.join().unwrap_or_default();
     let stderr = err_t.join().unwrap_or_default();
-    Ok((
-        std::process::Output {
+    Ok(FioRun {
+        output: std::process::Output {
             status,
             stdout,
             stderr,
         },
-        seen,
+        task_cgroups: seen,
         weights,
-    ))
+    })
+}
+
+/// What [`run_watching_cgroups`] saw: fio's output, the block cgroup of each of its
+/// tasks outside the root, and those cgroups' BFQ weights.
+struct FioRun {
+    output: std::process::Output,
+    task_cgroups: std::collections::BTreeMap<u32, String>,
+    weights: std::collections::BTreeMap<String, CgroupWeight>,
 }
 
 /// Where the block cgroup hierarchy is mounted: the v1 `blkio` controller's

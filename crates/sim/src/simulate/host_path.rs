@@ -347,8 +347,8 @@ impl Simulation {
     pub(super) fn host_cpu_event(&mut self, now: Ns, obs: &mut dyn IoObserver) {
         let mut toks = std::mem::take(&mut self.hs().tokens);
         self.hs().cpus.advance(now.0, &mut toks);
-        for i in 0..toks.len() {
-            self.host_token(now, toks[i], obs);
+        for &tok in &toks {
+            self.host_token(now, tok, obs);
         }
         toks.clear();
         let h = self.hs();
