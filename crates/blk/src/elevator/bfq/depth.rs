@@ -7,9 +7,13 @@
 //! of the whole scheduler-tag map, and BFQ's limits are fractions of `nr_requests`
 //! (`async_depths`) instead of fractions of one sbitmap word (`word_depths`, scaled
 //! by `full_depth_shift`). This follows 6.17/6.18. The block layer here models the
-//! scheduler tags as a count, which is exactly the whole-map reading; the wake batch
-//! of the tag pool follows the minimum shallow depth BFQ declares (1, since a queue
-//! over its share is limited to one tag), `min(depth, 1) / 8` clamped to 1..=8 = 1.
+//! scheduler tags as a count: an allocation with shallow depth `d` succeeds while
+//! fewer than `d` tags are in use, and a task it holds back does not hold up the
+//! tasks asleep behind it. The kernel's sbitmap instead restricts it to a share of
+//! the bits of each word (`__map_depth_with_shallow`; for `d = 1`, tag 0), so there
+//! a limited process may still get its tag while others hold tags elsewhere. The
+//! wake batch follows the minimum shallow depth BFQ declares (1, since a queue over
+//! its share is limited to one tag): `min(depth, 1) / 8` clamped to 1..=8, i.e. 1.
 //!
 //! Sync reads are never limited. Async requests and sync writes get at most 50 % /
 //! 75 % of `nr_requests` (18 % / 37 % while some queue is weight-raised). Whatever the

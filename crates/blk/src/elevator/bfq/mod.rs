@@ -1735,6 +1735,34 @@ impl Elevator for Bfq {
                 "in_service_queue".into(),
                 format!("{:?}", self.in_service_queue),
             ),
+            ("wr_busy_queues".into(), self.wr_busy_queues.to_string()),
+            ("injected".into(), self.injected.to_string()),
+            (
+                "in_service".into(),
+                self.in_service_queue
+                    .map(|q| {
+                        let (b, e) = (&self.queues[q], &self.wf.ents[q]);
+                        format!(
+                            "pid={} class={} weight={} wr_coeff={} queued={} dispatched={} \
+                             wait_request={} short_ttime={} io_bound={} inject_limit={} \
+                             process_refs={} budget={} service={}",
+                            b.pid,
+                            e.class,
+                            e.weight,
+                            e.wr_coeff,
+                            b.nr_queued(),
+                            b.dispatched,
+                            b.wait_request,
+                            b.has_short_ttime,
+                            b.io_bound,
+                            b.inject_limit,
+                            b.process_refs,
+                            e.budget,
+                            e.service
+                        )
+                    })
+                    .unwrap_or_default(),
+            ),
         ]
     }
 }
