@@ -378,15 +378,6 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             rep.exact += 1;
             continue;
         }
-        if std::env::var_os("IOSCHED_CMP_DBG").is_some() {
-            eprintln!(
-                "DBG decision {decision} t={} kernel={k} ours={ours:?}",
-                op.t
-            );
-            for (a, b) in r.elevator().debugfs() {
-                eprintln!("DBG   {a}: {b}");
-            }
-        }
         let explanation = if o.explain {
             try_explain(c, i, k, ours, o, &refused)
         } else {
