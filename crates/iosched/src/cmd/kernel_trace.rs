@@ -108,6 +108,12 @@ pub struct CompareArgs {
     /// Do not try to explain disagreements (faster on long traces).
     #[arg(long)]
     no_explain: bool,
+    /// How many inserts/completions an explanation may move a decision across.
+    #[arg(long, default_value_t = 8)]
+    window: usize,
+    /// How many later issues a swapped issue order may reach.
+    #[arg(long, default_value_t = 4)]
+    swap: usize,
     /// How many disagreements to show with context.
     #[arg(long, default_value_t = 5)]
     show: usize,
@@ -141,6 +147,8 @@ fn compare(a: CompareArgs) -> Result<()> {
     }
     let opts = CompareOptions {
         explain: !a.no_explain,
+        window: a.window,
+        swap: a.swap,
         ..Default::default()
     };
     let rep = kernel_trace::compare(&conv, &opts).map_err(|e| anyhow!("{name}: {e}"))?;
