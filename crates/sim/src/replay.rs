@@ -755,6 +755,8 @@ impl Replayer {
             }
             OpKind::Exit { pid } => {
                 let pid = *pid;
+                // The replay's dispatches come from the trace; a run the scheduler
+                // asks for has nothing to add.
                 self.with_ctx(op.t, j, |e, ctx| e.exit_icq(ctx, pid));
                 Ok(None)
             }

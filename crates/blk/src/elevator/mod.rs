@@ -194,8 +194,11 @@ pub trait Elevator {
     fn prepare_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId) {}
     /// `exit_icq`: process `pid` exited, and with it its I/O context (BFQ drops the
     /// process's queues, `bfq_exit_icq`). Requests it left behind stay queued or in
-    /// flight.
-    fn exit_icq(&mut self, _ctx: &mut ElvCtx, _pid: u32) {}
+    /// flight. Returns whether the scheduler asks for a queue run
+    /// (`bfq_schedule_dispatch`).
+    fn exit_icq(&mut self, _ctx: &mut ElvCtx, _pid: u32) -> bool {
+        false
+    }
     /// `bio_merge`: try to merge `bio` (already stored as `bio_id`) into a queued
     /// request. Returns true when merged; the bio then belongs to that request.
     fn bio_merge(&mut self, _ctx: &mut ElvCtx, _bio: &Bio, _bio_id: BioId) -> bool {

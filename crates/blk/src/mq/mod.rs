@@ -994,6 +994,23 @@ impl Queue {
         self.run_all_async(now, cur.unwrap_or(0));
     }
 
+    /// Process `pid` exited (`exit_io_context`): the elevator's `exit_icq`; the
+    /// hardware queues are run if it schedules a dispatch.
+    pub fn exit_task(&mut self, now: Ns, pid: u32) {
+        if !self.has_elevator {
+            return;
+        }
+        let run = {
+            let (mut ctx, e) = self.ctx(now, 0);
+            e.exit_icq(&mut ctx, pid)
+        };
+        if run {
+            for h in 0..self.hctxs.len() as u16 {
+                self.run_async(now, h);
+            }
+        }
+    }
+
     /// The elevator's timer is due; afterwards the hardware queues the elevator
     /// names ([`Elevator::timer_runs_hctx`]) are run.
     pub fn elevator_timer(&mut self, now: Ns) {

@@ -22,17 +22,20 @@ use crate::elevator::ElvCtx;
 
 impl Bfq {
     /// `bfq_exit_icq`: process `pid` exited. Unknown processes are ignored (the
-    /// kernel only has an icq for processes that did I/O on this device).
-    pub fn exit_icq(&mut self, ctx: &mut ElvCtx, pid: u32) {
+    /// kernel only has an icq for processes that did I/O on this device). Returns
+    /// whether a dispatch was scheduled (`bfq_schedule_dispatch` after ending the
+    /// slot of a queue in service, when requests are queued).
+    pub fn exit_icq(&mut self, ctx: &mut ElvCtx, pid: u32) -> bool {
         self.set_clock(ctx);
         let Some(bic) = self.bics.get(&pid).cloned() else {
-            return;
+            return false;
         };
+        let mut run = false;
         // bfq_put_stable_ref: only a reference count; the scheduled stable merge
         // dies with the process.
         if let Some(q) = bic.sync_q {
             self.bic_set_sync(pid, None);
-            self.exit_bfqq(q);
+            run |= self.exit_bfqq(q);
         }
         if let Some(q) = bic.async_q {
             if let Some(b) = self.bics.get_mut(&pid) {
@@ -41,19 +44,23 @@ impl Bfq {
             if self.queues[q].bic == Some(pid) {
                 self.queues[q].bic = None;
             }
-            self.exit_bfqq(q);
+            run |= self.exit_bfqq(q);
         }
         // The io_context is gone: a later process with the same pid starts afresh.
         self.bics.remove(&pid);
+        run
     }
 
-    /// `bfq_exit_bfqq`.
-    fn exit_bfqq(&mut self, q: QueueId) {
+    /// `bfq_exit_bfqq`; returns whether it scheduled a dispatch.
+    fn exit_bfqq(&mut self, q: QueueId) -> bool {
+        let mut run = false;
         if self.in_service_queue == Some(q) {
             self.__bfqq_expire(q, Expiration::BudgetTimeout);
+            run = self.queued > 0;
         }
         self.put_cooperator(q);
         self.release_process_ref(q);
+        run
     }
 
     /// `bfq_put_cooperator`: drop the reference `q` holds on every queue of its

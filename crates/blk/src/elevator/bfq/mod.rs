@@ -1504,8 +1504,8 @@ impl Elevator for Bfq {
         self.force_dispatch_rq(ctx, rq)
     }
 
-    fn exit_icq(&mut self, ctx: &mut ElvCtx, pid: u32) {
-        Bfq::exit_icq(self, ctx, pid);
+    fn exit_icq(&mut self, ctx: &mut ElvCtx, pid: u32) -> bool {
+        Bfq::exit_icq(self, ctx, pid)
     }
 
     fn completed_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId, _now: Ns) {
