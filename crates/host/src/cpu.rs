@@ -35,6 +35,11 @@ use std::collections::{BinaryHeap, VecDeque};
 /// A thread's number, as [`Cpus::add_thread`] returned it.
 pub type ThreadId = u32;
 
+/// The token of an item nobody waits for: its end is not reported, and when
+/// nothing else waits for its CPU it ends without an event of its own (a thread
+/// then goes to sleep at its end).
+pub const NO_TOKEN: u64 = 0;
+
 /// A piece of CPU work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Item {
@@ -156,6 +161,8 @@ struct Cpu {
     slice_end: u64,
     time: CpuTime,
     needs_settle: bool,
+    /// The current item is a [`NO_TOKEN`] interrupt item with no event armed.
+    lazy: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,7 +205,10 @@ pub struct Cpus {
     threads: Vec<Thread>,
     p: SchedParams,
     seq: u64,
-    /// (time, cpu, gen) of each CPU's next event.
+    /// Events asked for and not yet handed out: (time, cpu, generation).
+    arms: Vec<(u64, u32, u64)>,
+    /// The events of [`Cpus::next_event`] / [`Cpus::advance`], for callers without
+    /// an event queue of their own.
     heap: BinaryHeap<Reverse<(u64, u32, u64)>>,
     unsettled: Vec<u32>,
     trace: Option<Vec<Segment>>,
@@ -212,6 +222,7 @@ impl Cpus {
             threads: Vec::new(),
             p,
             seq: 0,
+            arms: Vec::new(),
             heap: BinaryHeap::new(),
             unsettled: Vec::new(),
             trace: None,
@@ -280,6 +291,11 @@ impl Cpus {
     /// thread between two items, whose last item's token is being handled, at
     /// [`Cpus::settle`]); a sleeping thread wakes up.
     pub fn run(&mut self, now: u64, t: ThreadId, item: Item) {
+        if self.threads[t as usize].state == State::Running {
+            // A last item nobody waited for may have ended: the thread slept since.
+            let c = self.threads[t as usize].cpu;
+            self.unlazy(now, c);
+        }
         let th = &mut self.threads[t as usize];
         th.pending.push_back(item);
         if th.state == State::Blocked {
@@ -289,6 +305,7 @@ impl Cpus {
 
     /// Interrupt work on CPU `c`.
     pub fn irq(&mut self, now: u64, c: u32, item: Item) {
+        self.unlazy(now, c);
         let cpu = &mut self.cpus[c as usize];
         cpu.irqs.push_back(item);
         match cpu.cur {
@@ -334,13 +351,24 @@ impl Cpus {
         let cur = cpu.cur.expect("end_spin: CPU has no context");
         debug_assert!(cur.spinning);
         let spun = now.saturating_sub(cur.since);
-        self.account(c, cur.ctx, cur.since, now, 0, spun, true);
+        self.account(c, cur.ctx, cur.since, 0, spun, true);
         self.start(now, c, cur.ctx, item);
     }
 
-    /// Is thread `t` asleep (not running, not runnable)?
-    pub fn is_sleeping(&self, t: ThreadId) -> bool {
-        self.threads[t as usize].state == State::Blocked
+    /// Is thread `t` asleep at `now` (not running, not runnable; a last item
+    /// nobody waited for has ended)?
+    pub fn is_sleeping(&self, now: u64, t: ThreadId) -> bool {
+        let th = &self.threads[t as usize];
+        match th.state {
+            State::Blocked => true,
+            State::Runnable => false,
+            State::Running => {
+                let cpu = &self.cpus[th.cpu as usize];
+                cpu.lazy
+                    && cpu.cur.is_some_and(|x| x.ctx == Ctx::Thread(t))
+                    && self.lazy_end(th.cpu) <= now
+            }
+        }
     }
 
     /// Is CPU `c` running nothing, with nothing waiting?
@@ -349,8 +377,77 @@ impl Cpus {
         cpu.cur.is_none() && cpu.irqs.is_empty() && cpu.runq.is_empty()
     }
 
+    /// Is CPU `c` idle at `now`, counting a [`NO_TOKEN`] item that has ended?
+    fn idle_at(&self, now: u64, c: u32) -> bool {
+        let cpu = &self.cpus[c as usize];
+        let ended = cpu.lazy
+            && cpu
+                .cur
+                .and_then(|x| x.item.map(|i| x.since + i.len()))
+                .is_some_and(|end| end <= now);
+        (cpu.cur.is_none() || ended) && cpu.irqs.is_empty() && cpu.runq.is_empty()
+    }
+
+    /// Work arrives at CPU `c`: a [`NO_TOKEN`] item running without an event
+    /// either has ended (it is retired now) or gets its event, so that the CPU
+    /// takes the new work when it ends.
+    fn unlazy(&mut self, now: u64, c: u32) {
+        let cpu = &mut self.cpus[c as usize];
+        if !cpu.lazy {
+            return;
+        }
+        cpu.lazy = false;
+        let cur = cpu.cur.expect("lazy item");
+        let item = cur.item.expect("lazy item");
+        let end = cur.since + item.len();
+        if end <= now {
+            self.account(c, cur.ctx, cur.since, item.usr, item.sys, false);
+            let cpu = &mut self.cpus[c as usize];
+            cpu.cur = None;
+            cpu.gen += 1;
+            if let Ctx::Thread(t) = cur.ctx {
+                // It went to sleep when the item ended.
+                let th = &mut self.threads[t as usize];
+                th.state = State::Blocked;
+                th.time.nvcsw += 1;
+            }
+        } else {
+            cpu.gen += 1;
+            let g = cpu.gen;
+            self.arms.push((end, c, g));
+        }
+    }
+
+    /// The run ends at `now`: retire the [`NO_TOKEN`] items that ended without an
+    /// event, so that every CPU's time is accounted.
+    pub fn finish(&mut self, now: u64) {
+        for c in 0..self.len() {
+            if self.cpus[c as usize].lazy {
+                self.unlazy(now.max(self.lazy_end(c)), c);
+            }
+        }
+    }
+
+    fn lazy_end(&self, c: u32) -> u64 {
+        let cpu = &self.cpus[c as usize];
+        cpu.cur
+            .and_then(|x| x.item.map(|i| x.since + i.len()))
+            .unwrap_or(0)
+    }
+
+    /// Hand out the events the CPUs asked for since the last call, as (time, CPU,
+    /// generation): the caller delivers each with [`Cpus::fire`] at its time (stale
+    /// ones are ignored there). A caller with an event queue of its own uses this
+    /// instead of [`Cpus::next_event`] / [`Cpus::advance`].
+    pub fn take_arms(&mut self, out: &mut Vec<(u64, u32, u64)>) {
+        out.append(&mut self.arms);
+    }
+
     /// When the next item ends (or a slice does), if ever.
     pub fn next_event(&mut self) -> Option<u64> {
+        for a in self.arms.drain(..) {
+            self.heap.push(Reverse(a));
+        }
         while let Some(Reverse((t, c, g))) = self.heap.peek().copied() {
             if self.cpus[c as usize].gen == g {
                 return Some(t);
@@ -364,33 +461,44 @@ impl Cpus {
     /// CPU order). Slices that end are dealt with here too. Call [`Cpus::settle`]
     /// once the tokens have been acted upon.
     pub fn advance(&mut self, now: u64, out: &mut Vec<u64>) {
+        for a in self.arms.drain(..) {
+            self.heap.push(Reverse(a));
+        }
         while let Some(Reverse((t, c, g))) = self.heap.peek().copied() {
             if t > now {
                 break;
             }
             self.heap.pop();
-            if self.cpus[c as usize].gen != g {
-                continue;
-            }
-            let cur = self.cpus[c as usize].cur.expect("event on an idle CPU");
-            let item = cur.item.expect("event without an item");
-            let end = cur.since + item.len();
-            if end <= t {
-                self.account(c, cur.ctx, cur.since, end, item.usr, item.sys, false);
-                let cpu = &mut self.cpus[c as usize];
-                cpu.cur = Some(Current {
-                    ctx: cur.ctx,
-                    item: None,
-                    since: end,
-                    spinning: false,
-                });
-                cpu.gen += 1;
-                self.mark_unsettled(c);
+            self.fire(t, c, g, out);
+        }
+    }
+
+    /// CPU `c`'s event of generation `g`, due at `now`: its item (or slice) ends.
+    /// The item's token goes to `out`; call [`Cpus::settle`] once it was acted upon.
+    pub fn fire(&mut self, now: u64, c: u32, g: u64, out: &mut Vec<u64>) {
+        if self.cpus[c as usize].gen != g {
+            return;
+        }
+        let cur = self.cpus[c as usize].cur.expect("event on an idle CPU");
+        let item = cur.item.expect("event without an item");
+        let end = cur.since + item.len();
+        if end <= now {
+            self.account(c, cur.ctx, cur.since, item.usr, item.sys, false);
+            let cpu = &mut self.cpus[c as usize];
+            cpu.cur = Some(Current {
+                ctx: cur.ctx,
+                item: None,
+                since: end,
+                spinning: false,
+            });
+            cpu.gen += 1;
+            self.mark_unsettled(c);
+            if item.token != NO_TOKEN {
                 out.push(item.token);
-            } else {
-                // The slice ended with others waiting.
-                self.slice_end(t, c);
             }
+        } else {
+            // The slice ended with others waiting.
+            self.slice_end(now, c);
         }
     }
 
@@ -435,8 +543,8 @@ impl Cpus {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn account(&mut self, c: u32, ctx: Ctx, start: u64, end: u64, usr: u64, sys: u64, spin: bool) {
+    fn account(&mut self, c: u32, ctx: Ctx, start: u64, usr: u64, sys: u64, spin: bool) {
+        let end = start + usr + sys;
         if let Some(tr) = self.trace.as_mut() {
             if end > start {
                 tr.push(Segment {
@@ -484,13 +592,28 @@ impl Cpus {
     fn arm(&mut self, now: u64, c: u32) {
         let cpu = &mut self.cpus[c as usize];
         cpu.gen += 1;
+        cpu.lazy = false;
         let Some(cur) = cpu.cur else { return };
         let Some(item) = cur.item else { return };
         let mut at = cur.since + item.len();
         if matches!(cur.ctx, Ctx::Thread(_)) && !item.nonpreempt && !cpu.runq.is_empty() {
             at = at.min(cpu.slice_end.max(now));
         }
-        self.heap.push(Reverse((at, c, cpu.gen)));
+        let alone = match cur.ctx {
+            Ctx::Irq => true,
+            Ctx::Thread(t) => self.threads[t as usize].pending.is_empty(),
+        };
+        if alone
+            && item.token == NO_TOKEN
+            && cpu.irqs.is_empty()
+            && cpu.runq.is_empty()
+            && cpu.preempted.is_none()
+        {
+            // Nobody waits for its end: no event unless work arrives meanwhile.
+            cpu.lazy = true;
+            return;
+        }
+        self.arms.push((at, c, cpu.gen));
     }
 
     /// Stop the running thread item on CPU `c` at `now`, accounting what ran;
@@ -503,7 +626,7 @@ impl Cpus {
         // User time first, then system time.
         let usr = ran.min(item.usr);
         let sys = ran - usr;
-        self.account(c, cur.ctx, cur.since, cur.since + ran, usr, sys, false);
+        self.account(c, cur.ctx, cur.since, usr, sys, false);
         Some(Item {
             usr: item.usr - usr,
             sys: item.sys - sys,
@@ -525,17 +648,19 @@ impl Cpus {
     /// preempt.
     fn wake(&mut self, now: u64, t: ThreadId) {
         let home = self.threads[t as usize].cpu;
+        self.unlazy(now, home);
         let mut c = home;
         if !self.is_idle(home) {
             let idle = self.threads[t as usize]
                 .allowed
                 .iter()
                 .copied()
-                .find(|&x| self.is_idle(x));
+                .find(|&x| self.idle_at(now, x));
             if let Some(x) = idle {
                 c = x;
             }
         }
+        self.unlazy(now, c);
         let credit = self.p.latency_ns / 2;
         let min_vr = self.cpus[c as usize].min_vruntime;
         let th = &mut self.threads[t as usize];
@@ -611,15 +736,7 @@ impl Cpus {
         if let Some((t, left)) = cpu.preempted.take() {
             match left {
                 Some(item) => self.start(now, c, Ctx::Thread(t), item),
-                None => {
-                    self.cpus[c as usize].cur = Some(Current {
-                        ctx: Ctx::Thread(t),
-                        item: None,
-                        since: now,
-                        spinning: false,
-                    });
-                    self.mark_unsettled(c);
-                }
+                None => self.between_items(now, c, t),
             }
             return;
         }
@@ -642,17 +759,21 @@ impl Cpus {
         let item = th.resume.take().or_else(|| th.pending.pop_front());
         match item {
             Some(item) => self.start(now, c, Ctx::Thread(t), item),
-            None => {
-                // Woken with nothing to do: it goes back to sleep.
-                self.cpus[c as usize].cur = Some(Current {
-                    ctx: Ctx::Thread(t),
-                    item: None,
-                    since: now,
-                    spinning: false,
-                });
-                self.mark_unsettled(c);
-            }
+            // Woken with nothing to do: it goes back to sleep at the settle.
+            None => self.between_items(now, c, t),
         }
+    }
+
+    /// Thread `t` is on CPU `c` with no item: at [`Cpus::settle`] it takes its
+    /// pending work or sleeps.
+    fn between_items(&mut self, now: u64, c: u32, t: ThreadId) {
+        self.cpus[c as usize].cur = Some(Current {
+            ctx: Ctx::Thread(t),
+            item: None,
+            since: now,
+            spinning: false,
+        });
+        self.mark_unsettled(c);
     }
 }
 
@@ -735,6 +856,26 @@ mod tests {
         let mut log = Vec::new();
         run_all(&mut c, &mut log);
         assert_eq!(log, vec![(1000, 1), (1000, 2)]);
+    }
+
+    #[test]
+    fn an_item_nobody_waits_for_ends_without_an_event_unless_work_arrives() {
+        let mut c = Cpus::new(1, SchedParams::for_cpus(1));
+        c.irq(0, 0, Item::new(0, 500, NO_TOKEN));
+        assert_eq!(c.next_event(), None);
+        // Work arriving while it runs waits for its end.
+        c.irq(200, 0, Item::new(0, 100, 7));
+        let mut log = Vec::new();
+        run_all(&mut c, &mut log);
+        assert_eq!(log, vec![(600, 7)]);
+        // Work arriving after it ended starts at once.
+        c.irq(1000, 0, Item::new(0, 300, NO_TOKEN));
+        let t = c.add_thread(0, &[]);
+        c.run(1400, t, Item::new(0, 50, 8));
+        run_all(&mut c, &mut log);
+        assert_eq!(log[1], (1450, 8));
+        c.finish(2000);
+        assert_eq!(c.cpu_time(0).irq, 900);
     }
 
     #[test]

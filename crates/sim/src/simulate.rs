@@ -67,8 +67,8 @@ enum Ev {
     ThrottleDone(usize, u32, bool),
     /// The flusher's delayed wake-up (`wb->dwork`).
     FlusherWake,
-    /// Host model: a CPU's item (or slice) ends.
-    Cpu,
+    /// Host model: a CPU's item (or slice) ends (CPU, generation).
+    Cpu(u32, u64),
     /// Host model: a lock is handed to its first waiter.
     LockGrant(usize),
 }
@@ -466,14 +466,7 @@ impl Simulation {
                     self.done_rqs = done;
                     self.done_rqs.clear();
                 }
-                Ev::Cpu => {
-                    if let Some(h) = self.host.as_mut() {
-                        if h.cpu_armed == Some(now) {
-                            h.cpu_armed = None;
-                        }
-                    }
-                    self.host_cpu_event(now, obs);
-                }
+                Ev::Cpu(c, g) => self.host_cpu_event(now, c, g, obs),
                 Ev::LockGrant(l) => self.host_lock_grant(now, l, obs),
                 Ev::Device => {
                     if self.dev_armed == Some(now) {
@@ -523,11 +516,7 @@ impl Simulation {
                 }
                 Ev::Deliver => {
                     self.deliver_armed = false;
-                    if self.host.is_some() {
-                        self.host_deliver(now, obs);
-                    } else {
-                        self.deliver_completions(now, obs);
-                    }
+                    self.deliver_completions(now, obs);
                 }
                 Ev::ElvTimer => {
                     if self.timer_armed == Some(now) {
@@ -542,6 +531,9 @@ impl Simulation {
             self.arm(now);
         }
         let end = self.last_event;
+        if let Some(h) = self.host.as_mut() {
+            h.finish(end);
+        }
         let host = self.host.as_ref().map(|h| HostSummary {
             jobs: (0..self.jobs.len()).map(|j| h.job_time(j)).collect(),
             cpus: (0..h.cpus.len()).map(|c| h.cpus.cpu_time(c)).collect(),
@@ -673,23 +665,8 @@ impl Simulation {
     /// Start the thread's CPU work on its next submission, if it has one and is not
     /// busy already; the I/Os enter the block layer when the work is done.
     fn schedule_cpu(&mut self, j: usize, now: Ns) {
-        if self.jobs[j].started {
-            self.jobs[j].stop_if_done();
-        }
-        if self.jobs[j].cpu_pending {
+        let Some(n) = self.next_submission(j, now) else {
             return;
-        }
-        // Between two submissions fio reaps, if its queue is full
-        // (`wait_for_completions`); completions posted while it was busy wait.
-        self.jobs[j].reap(now);
-        let job = &self.jobs[j];
-        if !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
-            return;
-        }
-        let n = if job.can_submit() {
-            self.ios_per_call(j).min(job.reaped_free().max(1) as usize)
-        } else {
-            1
         };
         self.jobs[j].cpu_pending = true;
         if self.host.is_some() {
@@ -698,6 +675,29 @@ impl Simulation {
         }
         let at = now.add(self.jobs[j].cfg.submit_cost_ns * n as u64);
         self.events.push(at, Ev::JobCpu(j));
+    }
+
+    /// Whether the thread of job `j` goes on to submit now, and how many I/Os:
+    /// not while it is busy, not when its queue is full or nothing is due.
+    fn next_submission(&mut self, j: usize, now: Ns) -> Option<usize> {
+        if self.jobs[j].started {
+            self.jobs[j].stop_if_done();
+        }
+        if self.jobs[j].cpu_pending {
+            return None;
+        }
+        // Between two submissions fio reaps, if its queue is full
+        // (`wait_for_completions`); completions posted while it was busy wait.
+        self.jobs[j].reap(now);
+        let job = &self.jobs[j];
+        if !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
+            return None;
+        }
+        Some(if job.can_submit() {
+            self.ios_per_call(j).min(job.reaped_free().max(1) as usize)
+        } else {
+            1
+        })
     }
 
     /// Submit up to `max_ios` I/Os of job `j` now.
@@ -1261,6 +1261,8 @@ impl Simulation {
         }
     }
 
+    /// Completed bios: writeback and readahead go on at once; a job's I/O
+    /// completes (or, on a host model, is posted for its thread to reap).
     fn deliver_completions(&mut self, now: Ns, obs: &mut dyn IoObserver) {
         self.queue.take_completed(&mut self.done_owners);
         for i in 0..self.done_owners.len() {
@@ -1274,6 +1276,11 @@ impl Simulation {
                 continue;
             }
             let (j, unit) = split_owner(o);
+            if self.host.is_some() {
+                // The thread reaps it when it gets its CPU (fio's completion time).
+                self.host_post(j, unit, now);
+                continue;
+            }
             if let Some(io) = self.jobs[j].complete(unit, now) {
                 obs.io_completed(j, io, io.issue, now);
             }

@@ -41,7 +41,6 @@ const T_IRQ: u64 = 4;
 const T_IPI: u64 = 5;
 const T_KBLOCKD: u64 = 6;
 const T_COPY: u64 = 7;
-const T_DONE: u64 = 8;
 
 fn token(kind: u64, a: usize, b: u32) -> u64 {
     (kind << 56) | ((a as u64 & 0xFF_FFFF) << 32) | u64::from(b)
@@ -92,7 +91,7 @@ pub(super) struct HostState {
     /// Requests the device finished, waiting for their interrupt, by slot.
     batches: Vec<Option<Vec<RqId>>>,
     free_batches: Vec<usize>,
-    pub cpu_armed: Option<Ns>,
+    arms: Vec<(u64, u32, u64)>,
     pub lock_armed: Vec<Option<Ns>>,
     /// A kblockd run is queued on a CPU.
     pub kblockd_pending: bool,
@@ -140,7 +139,7 @@ impl HostState {
             reap_armed: vec![false; jobs.len()],
             batches: Vec::new(),
             free_batches: Vec::new(),
-            cpu_armed: None,
+            arms: Vec::new(),
             lock_armed: vec![None; nlocks],
             kblockd_pending: false,
             completion,
@@ -259,6 +258,11 @@ impl HostState {
         self.cpus.thread_time(self.threads[j])
     }
 
+    /// The run ends at `end`: account what is still running.
+    pub fn finish(&mut self, end: Ns) {
+        self.cpus.finish(end.0);
+    }
+
     /// The locks' counters.
     pub fn lock_stats(&self) -> Vec<LockStats> {
         self.locks.iter().map(|l| l.stats()).collect()
@@ -343,10 +347,10 @@ impl Simulation {
         h.cpus.irq(now.0, 0, item);
     }
 
-    /// CPU items ended at `now`: act on each.
-    pub(super) fn host_cpu_event(&mut self, now: Ns, obs: &mut dyn IoObserver) {
+    /// CPU `cpu`'s event of generation `gen` is due: act on the item that ended.
+    pub(super) fn host_cpu_event(&mut self, now: Ns, cpu: u32, gen: u64, obs: &mut dyn IoObserver) {
         let mut toks = std::mem::take(&mut self.hs().tokens);
-        self.hs().cpus.advance(now.0, &mut toks);
+        self.hs().cpus.fire(now.0, cpu, gen, &mut toks);
         for &tok in &toks {
             self.host_token(now, tok, obs);
         }
@@ -401,7 +405,6 @@ impl Simulation {
                 self.host_locked(now, cpu, self.lock_of(0), Action::Run, obs);
             }
             T_COPY => self.copy_done(a, b, now, obs),
-            T_DONE => {}
             _ => unreachable!("unknown CPU token {tok:#x}"),
         }
     }
@@ -500,12 +503,24 @@ impl Simulation {
         obs: &mut dyn IoObserver,
     ) {
         let _ = self.queue.take_work();
+        let mut chain = None;
         let next = match act {
             Action::Submit(j) => {
                 let n = self.ios_per_call(j);
                 self.fill_now(j, now, n, obs);
                 self.run_due(now);
-                token(T_AFTER, j, 0)
+                // Back from the system call, the thread goes on: its next
+                // submission follows in the same stretch of CPU time; with nothing
+                // to submit and I/O in flight it sleeps until a completion.
+                match self.next_submission(j, now) {
+                    Some(n) => {
+                        self.jobs[j].cpu_pending = true;
+                        chain = Some((j, n));
+                        token(T_SUBMIT, j, 0)
+                    }
+                    None if self.jobs[j].inflight > 0 => host::cpu::NO_TOKEN,
+                    None => token(T_AFTER, j, 0),
+                }
             }
             Action::Complete(rqs) => {
                 for &id in &rqs {
@@ -513,16 +528,16 @@ impl Simulation {
                 }
                 self.requests += rqs.len() as u64;
                 self.run_due(now);
-                self.host_deliver(now, obs);
-                token(T_DONE, 0, 0)
+                self.deliver_completions(now, obs);
+                host::cpu::NO_TOKEN
             }
             Action::Run => {
                 self.run_due(now);
-                token(T_DONE, 0, 0)
+                host::cpu::NO_TOKEN
             }
         };
         let w = self.queue.take_work();
-        let h = self.hs();
+        let h = self.host.as_mut().expect("host model");
         let (locked, free) = h.price(&w);
         let mut hold = 0;
         if let Some((l, prev)) = lock {
@@ -536,12 +551,17 @@ impl Simulation {
         } else {
             hold += locked;
         }
-        let item = Item {
+        let mut item = Item {
             usr: 0,
             sys: hold + free,
             token: next,
             nonpreempt: lock.is_some(),
         };
+        if let Some((j, n)) = chain {
+            let pre = h.submit_item(&self.jobs[j].cfg, n as u64, next);
+            item.usr += pre.usr;
+            item.sys += pre.sys;
+        }
         if spinning {
             h.cpus.end_spin(now.0, cpu, item);
         } else {
@@ -565,8 +585,8 @@ impl Simulation {
                     self.queue.complete(now, id);
                 }
                 self.requests += rqs.len() as u64;
-                self.host_deliver(now, obs);
-                token(T_DONE, 0, 0)
+                self.deliver_completions(now, obs);
+                host::cpu::NO_TOKEN
             }
             Action::Run => unreachable!("kblockd runs take the lock"),
         };
@@ -589,28 +609,6 @@ impl Simulation {
         }
     }
 
-    /// Completed bios: writeback and readahead go on at once; a job's I/O is posted
-    /// and its thread woken to reap it.
-    pub(super) fn host_deliver(&mut self, now: Ns, obs: &mut dyn IoObserver) {
-        self.queue.take_completed(&mut self.done_owners);
-        let owners = std::mem::take(&mut self.done_owners);
-        for &o in &owners {
-            if o & WB_OWNER != 0 {
-                self.writeback_done(o & !WB_OWNER, now, obs);
-                continue;
-            }
-            if o & RA_OWNER != 0 {
-                self.read_done(o & !RA_OWNER, now);
-                continue;
-            }
-            let (j, unit) = split_owner(o);
-            self.host_post(j, unit, now);
-        }
-        let mut owners = owners;
-        owners.clear();
-        self.done_owners = owners;
-    }
-
     /// Post a completion to job `j` and wake its thread to reap it.
     pub(super) fn host_post(&mut self, j: usize, unit: u32, now: Ns) {
         let h = self.hs();
@@ -620,7 +618,7 @@ impl Simulation {
         }
         h.reap_armed[j] = true;
         let t = h.threads[j];
-        let wake = if h.cpus.is_sleeping(t) {
+        let wake = if h.cpus.is_sleeping(now.0, t) {
             h.costs.wakeup_ns
         } else {
             0
@@ -632,12 +630,9 @@ impl Simulation {
     /// Arm the CPU and lock events the host model wants.
     pub(super) fn host_arm(&mut self, now: Ns) {
         let Some(h) = self.host.as_mut() else { return };
-        if let Some(t) = h.cpus.next_event() {
-            let t = Ns(t);
-            if h.cpu_armed.is_none_or(|a| t < a) {
-                h.cpu_armed = Some(t.max(now));
-                self.events.push(t.max(now), Ev::Cpu);
-            }
+        h.cpus.take_arms(&mut h.arms);
+        for (t, c, g) in h.arms.drain(..) {
+            self.events.push(Ns(t).max(now), Ev::Cpu(c, g));
         }
         for l in 0..h.locks.len() {
             if let Some(t) = h.locks[l].next_grant() {
