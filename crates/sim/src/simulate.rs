@@ -1318,6 +1318,7 @@ impl Simulation {
             return;
         }
         job.finished = true;
+        let pid = job.cfg.pid;
         self.jobs_left -= 1;
         let end = job
             .end
@@ -1329,6 +1330,9 @@ impl Simulation {
         job.end = end;
         let g = job.cfg.group;
         obs.job_finished(j, end);
+        // fio's job process exits with its job: the scheduler releases its queues
+        // (`bfq_exit_icq`).
+        self.queue.exit_task(now, pid);
         let gi = self.groups.iter().position(|x| *x == g).unwrap_or(0);
         self.group_left[gi] -= 1;
         if self.group_left[gi] == 0 {
