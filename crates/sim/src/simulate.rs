@@ -202,6 +202,10 @@ pub struct SimConfig {
     pub read_ahead_kb: u32,
     /// The host: its CPUs and costs, or the free host.
     pub host: host::HostProfile,
+    /// `queue/rq_affinity` (host model): 0 complete where the interrupt came, 1
+    /// (default) on the submitting CPU unless it shares a cache with that one, 2 on
+    /// the submitting CPU always.
+    pub rq_affinity: u8,
 }
 
 impl Default for SimConfig {
@@ -220,6 +224,7 @@ impl Default for SimConfig {
             vm: VmConfig::default(),
             read_ahead_kb: 128,
             host: host::host("free").expect("the free host is built in"),
+            rq_affinity: 1,
         }
     }
 }
@@ -365,7 +370,7 @@ impl Simulation {
             .host
             .cpus
             .as_ref()
-            .map(|h| host_path::HostState::new(h, cfg.nr_cpus, &queue, &jobs, info.completion));
+            .map(|h| host_path::HostState::new(h, cfg, &queue, &jobs, info.completion));
         let max_sectors = queue.config().limits.max_sectors as u64;
         let ras = jobs
             .iter()
@@ -665,23 +670,8 @@ impl Simulation {
     /// Start the thread's CPU work on its next submission, if it has one and is not
     /// busy already; the I/Os enter the block layer when the work is done.
     fn schedule_cpu(&mut self, j: usize, now: Ns) {
-        if self.jobs[j].started {
-            self.jobs[j].stop_if_done();
-        }
-        if self.jobs[j].cpu_pending {
+        let Some(n) = self.next_submission(j, now) else {
             return;
-        }
-        // Between two submissions fio reaps, if its queue is full
-        // (`wait_for_completions`); completions posted while it was busy wait.
-        self.jobs[j].reap(now);
-        let job = &self.jobs[j];
-        if !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
-            return;
-        }
-        let n = if job.can_submit() {
-            self.ios_per_call(j).min(job.reaped_free().max(1) as usize)
-        } else {
-            1
         };
         self.jobs[j].cpu_pending = true;
         if self.host.is_some() {
@@ -690,6 +680,29 @@ impl Simulation {
         }
         let at = now.add(self.jobs[j].cfg.submit_cost_ns * n as u64);
         self.events.push(at, Ev::JobCpu(j));
+    }
+
+    /// Whether the thread of job `j` goes on to submit now, and how many I/Os:
+    /// not while it is busy, not when its queue is full or nothing is due.
+    fn next_submission(&mut self, j: usize, now: Ns) -> Option<usize> {
+        if self.jobs[j].started {
+            self.jobs[j].stop_if_done();
+        }
+        if self.jobs[j].cpu_pending {
+            return None;
+        }
+        // Between two submissions fio reaps, if its queue is full
+        // (`wait_for_completions`); completions posted while it was busy wait.
+        self.jobs[j].reap(now);
+        let job = &self.jobs[j];
+        if !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
+            return None;
+        }
+        Some(if job.can_submit() {
+            self.ios_per_call(j).min(job.reaped_free().max(1) as usize)
+        } else {
+            1
+        })
     }
 
     /// Submit up to `max_ios` I/Os of job `j` now.
@@ -1310,6 +1323,7 @@ impl Simulation {
             return;
         }
         job.finished = true;
+        let pid = job.cfg.pid;
         self.jobs_left -= 1;
         let end = job
             .end
@@ -1321,6 +1335,9 @@ impl Simulation {
         job.end = end;
         let g = job.cfg.group;
         obs.job_finished(j, end);
+        // fio's job process exits with its job: the scheduler releases its queues
+        // (`bfq_exit_icq`).
+        self.queue.exit_task(now, pid);
         let gi = self.groups.iter().position(|x| *x == g).unwrap_or(0);
         self.group_left[gi] -= 1;
         if self.group_left[gi] == 0 {

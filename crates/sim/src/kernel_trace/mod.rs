@@ -17,15 +17,47 @@ pub mod parse;
 pub use compare::{compare, CompareOptions, CompareReport, Disagreement};
 pub use convert::{convert, ConvertStats, Converted, DepthChange};
 pub use fit::{fit, JiffiesFit};
-pub use parse::{parse, BlockEvent, BlockKind, KernelTrace, KyberEvent, KyberEventKind, TraceMeta};
+pub use parse::{
+    parse, BlockEvent, BlockKind, KernelTrace, KyberEvent, KyberEventKind, ProcessExit, TraceMeta,
+};
 
 /// Parse a recording and convert it for scheduler `sched`; `hz` overrides the HZ the
 /// recording names (default 250 when it names none, this machine's kernel).
 pub fn load(text: &str, sched: &str, hz: Option<u32>) -> (KernelTrace, JiffiesFit, Converted) {
-    let kt = parse(text);
+    load_parsed(parse(text), sched, hz)
+}
+
+fn load_parsed(
+    kt: KernelTrace,
+    sched: &str,
+    hz: Option<u32>,
+) -> (KernelTrace, JiffiesFit, Converted) {
     let hz = hz.or(kt.meta.hz).unwrap_or(250);
     let first = kt.events.first().map(|e| e.ts_ns).unwrap_or(0);
     let f = fit(&kt.samples, hz).unwrap_or_else(|| JiffiesFit::unanchored(first, hz));
     let c = convert(&kt, sched, hz, &f);
     (kt, f, c)
+}
+
+/// [`load`], refusing a recording whose header it cannot read: the first bad
+/// `# iosched:` line (as `N: reason`, N the 1-based line), no header at all, or a header that
+/// names no scheduler. Replaying such a recording would silently use default
+/// tunables and an unknown scheduler.
+pub fn load_checked(
+    text: &str,
+    sched: &str,
+    hz: Option<u32>,
+) -> Result<(KernelTrace, JiffiesFit, Converted), String> {
+    let kt = parse(text);
+    if let Some((n, e)) = kt.header_errors.first() {
+        return Err(format!("{n}: {e}"));
+    }
+    let header_lines = text.lines().filter(|l| l.starts_with("# iosched:")).count();
+    if header_lines == 0 {
+        return Err("1: no '# iosched:' header (not made by kernel-trace record?)".into());
+    }
+    if kt.meta.sched.is_none() {
+        return Err("1: the header names no scheduler (no '# iosched: sched=' line)".into());
+    }
+    Ok(load_parsed(kt, sched, hz))
 }
