@@ -886,7 +886,10 @@ fn fio_coverage_options_bad_input_exit_2() {
     for (line, needle) in [
         ("loops=0", ":4: option 'loops'"),
         ("io_size=5%", ":4: option 'io_size'"),
-        ("blockalign=100", ".fio:1: job 'j': read blockalign 100 is not a multiple of 512"),
+        (
+            "blockalign=100",
+            ".fio:1: job 'j': read blockalign 100 is not a multiple of 512",
+        ),
         ("rw=randread:x", ":4: option 'rw'"),
         ("lat_percentiles=maybe", ":4: option 'lat_percentiles'"),
         ("gtod_reduce=2", ":4: option 'gtod_reduce'"),
@@ -895,13 +898,20 @@ fn fio_coverage_options_bad_input_exit_2() {
         ("threads=many", ":4: option 'threads'"),
         ("zonemode=zbd", "zoned block devices are not simulated"),
         ("ioengine=libzbc", "ioengine=libzbc is not modeled"),
-        ("bs=${IOSCHED_UNSET_VAR}", "environment variable 'IOSCHED_UNSET_VAR'"),
+        (
+            "bs=${IOSCHED_UNSET_VAR}",
+            "environment variable 'IOSCHED_UNSET_VAR'",
+        ),
     ] {
         let f = job_file("cov-bad.fio", &format!("[j]\ndirect=1\nsize=1m\n{line}\n"));
         assert_bad(&iosched(&["run", &f]), &[needle]);
     }
     assert_bad(
-        &iosched(&["run", &job_file("cov-fmt.fio", SMALL), "--output-format=terse"]),
+        &iosched(&[
+            "run",
+            &job_file("cov-fmt.fio", SMALL),
+            "--output-format=terse",
+        ]),
         &["terse", "not modeled"],
     );
     for (arg, needle) in [
@@ -931,8 +941,17 @@ fn output_format_lists_print_json_then_normal() {
     let end = out.find("\n}\n").expect("the JSON report ends") + 3;
     let json: serde_json::Value = serde_json::from_str(&out[..end]).unwrap();
     assert!(json["jobs"][0]["read"]["clat_ns"].get("bins").is_none());
-    assert!(out[end..].contains("Run status group 0 (all jobs):"), "{out}");
-    let o = iosched(&["fio", "--output-format=json+", "--name=a", "--direct=1", "--size=1m"]);
+    assert!(
+        out[end..].contains("Run status group 0 (all jobs):"),
+        "{out}"
+    );
+    let o = iosched(&[
+        "fio",
+        "--output-format=json+",
+        "--name=a",
+        "--direct=1",
+        "--size=1m",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["jobs"][0]["read"]["clat_ns"]["bins"].is_object());

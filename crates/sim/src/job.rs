@@ -953,7 +953,7 @@ impl Job {
         let count = self.seq_count[d];
         self.seq_count[d] += 1;
         let off = if self.cfg.rw.is_random() {
-            let seq = count % u64::from(self.cfg.seq_nr.max(1)) != 0;
+            let seq = !count.is_multiple_of(u64::from(self.cfg.seq_nr.max(1)));
             if seq && fits(self.seq_pos[d]) {
                 self.seq_pos[d]
             } else {

@@ -1082,7 +1082,7 @@ impl JobState {
         }
         // Offsets go to the device in 512-byte sectors, as for the block sizes.
         for (d, ba) in ["read", "write", "trim"].iter().zip(self.blockalign) {
-            if ba % 512 != 0 {
+            if !ba.is_multiple_of(512) {
                 return Err(format!(
                     "job '{name}': {d} blockalign {ba} is not a multiple of 512 bytes"
                 ));
