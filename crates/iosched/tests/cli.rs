@@ -910,16 +910,16 @@ fn fio_coverage_options_bad_input_exit_2() {
         &iosched(&[
             "run",
             &job_file("cov-fmt.fio", SMALL),
-            "--output-format=terse",
+            "--output-format=csv,xml",
         ]),
-        &["terse", "not modeled"],
+        &["invalid output format 'xml'"],
     );
     for (arg, needle) in [
         ("--status-interval=1", "periodic status output"),
         ("--debug=io", "debug logging"),
         ("--section=x", "--section"),
         ("--profile=tiobench", "profiles"),
-        ("--terse-version=3", "terse output"),
+        ("--terse-version=2", "terse version 2"),
         ("--trigger-file=/tmp/x", "triggers"),
         ("--aux-path=/tmp", "--aux-path"),
         ("--output-format=xml", "invalid output format 'xml'"),
@@ -955,4 +955,25 @@ fn output_format_lists_print_json_then_normal() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["jobs"][0]["read"]["clat_ns"]["bins"].is_object());
+}
+
+#[test]
+fn terse_output_through_the_binary() {
+    let f = job_file("cov-terse.fio", SMALL);
+    let o = iosched(&["run", &f, "--output-format=terse", "--terse-version=4"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.starts_with("4;fio-3.42;r;0;0;"), "{out}");
+    assert_eq!(out.trim_end().split(';').count(), 171, "{out}");
+    assert_bad(
+        &iosched(&["run", &f, "--output-format=terse", "--terse-version=7"]),
+        &["invalid terse version '7'"],
+    );
+    let o = iosched(&["fio", "--minimal", "--name=a", "--direct=1", "--size=1m"]);
+    assert!(
+        stdout(&o).starts_with("3;fio-3.42;a;0;0;"),
+        "{}",
+        stdout(&o)
+    );
 }

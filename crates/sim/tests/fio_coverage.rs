@@ -283,3 +283,26 @@ fn rw_suffixes_follow_fios_offsets() {
         assert_eq!((e.file(), e.line()), (Some("t.fio"), Some(3)), "{rw}");
     }
 }
+
+#[test]
+fn terse_lines_have_fios_layout() {
+    let rep = report(&format!("{JOB}description=a test\n"));
+    // fio 3.33 writes 130, 171 and 189 fields for one job on one disk
+    // (versions 3, 4, 5), the description one more.
+    for (ver, fields) in [(3, 131), (4, 172), (5, 190)] {
+        let t = sim::report::terse::to_string(&rep, ver);
+        assert_eq!(t.lines().count(), 1, "{t}");
+        let f: Vec<&str> = t.trim_end().split(';').collect();
+        assert_eq!(f.len(), fields, "v{ver}: {t}");
+        assert_eq!(f[0], ver.to_string());
+        assert_eq!((f[1], f[2], f[3], f[4]), ("fio-3.42", "j", "0", "0"));
+        let st = &rep.jobs[0].stats.read;
+        assert_eq!(f[5], (st.io_bytes >> 10).to_string());
+        assert_eq!(f[8], st.runtime_ms.to_string());
+        // clat min/max in µs, then the first percentile as fio prints it.
+        assert_eq!(f[13], (st.clat.min() / 1000).to_string());
+        assert_eq!(f[14], (st.clat.max() / 1000).to_string());
+        assert!(f[17].starts_with("1.000000%="), "{}", f[17]);
+        assert_eq!(*f.last().unwrap(), "a test");
+    }
+}

@@ -459,8 +459,17 @@ fn command_line_program_options() {
         both.output.formats,
         vec![OutputFormat::Json, OutputFormat::Normal]
     );
-    assert!(cli("--output-format=terse --name=a --direct=1").is_err());
-    assert!(cli("--minimal --name=a --direct=1").is_err());
+    let t = cli("--output-format=terse --terse-version=4 --name=a --direct=1").unwrap();
+    assert_eq!(
+        (t.output.formats.clone(), t.output.terse_version),
+        (vec![OutputFormat::Terse], 4)
+    );
+    let m = cli("--minimal --name=a --direct=1").unwrap();
+    assert_eq!(
+        (m.output.formats.clone(), m.output.terse_version),
+        (vec![OutputFormat::Terse], 3)
+    );
+    assert!(cli("--terse-version=2 --name=a --direct=1").is_err());
     // --bandwidth-log takes an optional value, as in fio.
     assert!(cli("--bandwidth-log=x --name=a --direct=1").is_ok());
     // Value-taking program options are refused for their real reason.
@@ -469,10 +478,10 @@ fn command_line_program_options() {
         ("--debug=io", "debug logging"),
         ("--section=x", "--section selects sections"),
         ("--profile=tiobench", "built-in job profiles"),
-        ("--terse-version=3", "terse output is not modeled"),
+        ("--terse-version=9", "invalid terse version '9'"),
         ("--trigger-file=/tmp/t", "triggers"),
         ("--aux-path=/tmp", "--aux-path"),
-        ("--append-terse=1", "terse output"),
+        ("--append-terse=1", "--output-format=normal,terse"),
         ("--client=host", "client/server"),
         ("--idle-prof=system", "idle profiling"),
         ("--cmdhelp=bs", "not supported by the simulator"),

@@ -2,7 +2,7 @@
 
 use super::sim_opts::{simulate_print_plot, SimArgs};
 use anyhow::{Context, Result};
-use sim::fio::{parse_job_file, parse_output_format};
+use sim::fio::{parse_job_file, parse_output_format, parse_terse_version};
 
 /// Simulate a fio job file in virtual time and print fio's report.
 #[derive(clap::Args, Debug)]
@@ -12,10 +12,13 @@ use sim::fio::{parse_job_file, parse_output_format};
 pub struct Args {
     /// The fio job file.
     pub file: String,
-    /// Output format, as fio's `--output-format`: normal, json or json+, or a
-    /// comma-separated list of them (each report printed once, JSON first).
+    /// Output format, as fio's `--output-format`: normal, json, json+ or terse, or
+    /// a comma-separated list of them (each printed once: terse, JSON, normal).
     #[arg(long, value_name = "FORMAT", default_value = "normal")]
     pub output_format: String,
+    /// Terse output's version, as fio's `--terse-version` (3, 4 or 5).
+    #[arg(long, value_name = "N", default_value = "3")]
+    pub terse_version: String,
     /// Write the report to FILE instead of stdout (fio's `--output`).
     #[arg(long, value_name = "FILE")]
     pub output: Option<String>,
@@ -33,6 +36,8 @@ pub fn run(args: Args) -> Result<()> {
     let mut input = parse_job_file(&args.file, &text)?;
     input.output.formats = parse_output_format(&args.output_format)
         .map_err(|e| anyhow::anyhow!("--output-format={}: {e}", args.output_format))?;
+    input.output.terse_version = parse_terse_version(&args.terse_version)
+        .map_err(|e| anyhow::anyhow!("--terse-version={}: {e}", args.terse_version))?;
     if args.output.is_some() {
         input.output.output_file = args.output.clone();
     }

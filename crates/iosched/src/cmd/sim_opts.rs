@@ -222,6 +222,9 @@ pub fn simulate_print_plot(input: FioInput, args: &SimArgs, plot: Option<&str>) 
         .formats
         .iter()
         .map(|f| match f {
+            OutputFormat::Terse => {
+                sim::report::terse::to_string(&report, input.output.terse_version)
+            }
             OutputFormat::Json => sim::report::json::to_string(&report),
             OutputFormat::JsonPlus => sim::report::json::to_string_plus(&report),
             OutputFormat::Normal => sim::report::text::to_string(&report),

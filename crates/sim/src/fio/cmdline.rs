@@ -10,6 +10,9 @@ enum Prog {
     OutputFormat,
     ReadOnly,
     WarningsFatal,
+    /// `--minimal`: terse output.
+    Minimal,
+    TerseVersion,
     /// Accepted and ignored.
     Ignored,
     /// Rejected with the given reason.
@@ -41,18 +44,12 @@ fn program_option(name: &str) -> Option<(Prog, HasArg)> {
         "warnings-fatal" => (WarningsFatal, No),
         "eta" | "eta-newline" | "eta-interval" | "max-jobs" | "alloc-size" => (Ignored, Req),
         "bandwidth-log" => (Ignored, Opt),
-        "minimal" => (
-            Unsupported("terse output is not modeled yet (use --output-format=normal, json or json+)"),
-            No,
-        ),
+        "minimal" => (Minimal, No),
         "append-terse" => (
-            Unsupported("terse output is not modeled yet (use --output-format=normal, json or json+)"),
+            Unsupported("--append-terse is deprecated in fio; use --output-format=normal,terse"),
             Opt,
         ),
-        "terse-version" => (
-            Unsupported("terse output is not modeled yet, so neither is its version (use --output-format=normal, json or json+)"),
-            Req,
-        ),
+        "terse-version" => (TerseVersion, Req),
         "latency-log" => (Unsupported("--latency-log is deprecated in fio too"), Req),
         "status-interval" => (
             Unsupported("periodic status output is not modeled yet (the report is printed once, at the end)"),
@@ -91,6 +88,16 @@ fn program_option(name: &str) -> Option<(Prog, HasArg)> {
     })
 }
 
+/// fio's `--terse-version`: 3, 4 or 5 are written; fio's 2 (an older layout)
+/// is not.
+pub fn parse_terse_version(v: &str) -> Result<u32, String> {
+    match v.trim().parse::<u32>() {
+        Ok(n) if crate::report::terse::VERSIONS.contains(&n) => Ok(n),
+        Ok(2) => Err("terse version 2 (fio's older layout) is not written; use 3, 4 or 5".into()),
+        _ => Err(format!("invalid terse version '{v}' (valid: 3, 4, 5)")),
+    }
+}
+
 /// fio's `--output-format`: a comma-separated list; each report is printed
 /// once, in fio's order (see [`OutputFormat`]).
 pub fn parse_output_format(v: &str) -> Result<Vec<OutputFormat>, String> {
@@ -100,11 +107,7 @@ pub fn parse_output_format(v: &str) -> Result<Vec<OutputFormat>, String> {
             "normal" => OutputFormat::Normal,
             "json" => OutputFormat::Json,
             "json+" => OutputFormat::JsonPlus,
-            "terse" | "minimal" | "csv" => {
-                return Err(format!(
-                    "output format '{f}' (terse) is not modeled yet (use normal, json or json+)"
-                ))
-            }
+            "terse" | "minimal" | "csv" => OutputFormat::Terse,
             _ => {
                 return Err(format!(
                     "invalid output format '{f}' (valid: normal, json, json+, terse)"
@@ -187,6 +190,10 @@ pub fn parse_command_line(args: &[String]) -> Result<FioInput, FioError> {
                     output.formats = parse_output_format(value.unwrap_or("")).map_err(err)?
                 }
                 Prog::ReadOnly => readonly = true,
+                Prog::Minimal => output.formats = vec![OutputFormat::Terse],
+                Prog::TerseVersion => {
+                    output.terse_version = parse_terse_version(value.unwrap_or("")).map_err(err)?
+                }
                 Prog::WarningsFatal => warnings_fatal = true,
                 Prog::Ignored => b.note_ignored(name),
                 Prog::Unsupported(why) => return Err(err(why.to_string())),
@@ -294,9 +301,15 @@ mod tests {
         // fio prints the JSON first whatever the order given.
         assert_eq!(f("normal,json"), vec![Json, Normal]);
         assert_eq!(f("json,normal,json+"), vec![JsonPlus, Normal]);
-        assert!(parse_output_format("terse")
+        assert_eq!(f("terse"), vec![Terse]);
+        assert_eq!(f("normal,terse,json"), vec![Terse, Json, Normal]);
+        assert_eq!(parse_terse_version("4"), Ok(4));
+        assert!(parse_terse_version("2")
             .unwrap_err()
-            .contains("not modeled yet"));
+            .contains("not written"));
+        assert!(parse_terse_version("x")
+            .unwrap_err()
+            .contains("invalid terse version"));
         assert!(parse_output_format("normal,").is_err());
         assert!(parse_output_format("xml")
             .unwrap_err()

@@ -15,17 +15,19 @@
 //!   lines, bare flags (`thread`, `time_based`, ...), blank lines, and
 //!   comments. As in fio, `;` and `#` start a comment anywhere on a line, so
 //!   values cannot contain them. `${VAR}` is replaced with the environment
-//!   variable's value (empty when unset), like fio does; fio's `$pagesize`,
+//!   variable's value, like fio does; an unset variable is refused by name
+//!   (fio would substitute an empty string); fio's `$pagesize`,
 //!   `$mb_memory` and `$ncpus` keywords are rejected because they depend on
 //!   the host. `include` lines are rejected.
 //! * The command line: `-opt=val`, `--opt=val` and `--opt val` (the last only
 //!   for options that take a value, as with getopt). Options before the
 //!   first `--name` are global; each `--name=x` starts a new job (and
 //!   `--name=global...` returns to the global section). Program options
-//!   `--output`, `--output-format=normal|json`, `--readonly`,
-//!   `--warnings-fatal` are honoured; `--eta`, `--eta-newline`,
+//!   `--output`, `--output-format` (normal, json, json+ or a list of them),
+//!   `--readonly`, `--warnings-fatal` are honoured; `--eta`, `--eta-newline`,
 //!   `--eta-interval`, `--max-jobs`, `--alloc-size` and `--bandwidth-log` are
-//!   accepted and ignored; other fio program options are rejected. A bare
+//!   accepted and ignored; other fio program options are rejected, each for
+//!   its reason. A bare
 //!   job-file argument is rejected with a hint to use `iosched run FILE`.
 //!   Option names must be spelled out in full (getopt's unique-prefix
 //!   abbreviations are not accepted).
@@ -52,11 +54,14 @@
 //!    their `log_*` settings) are modeled and written (see [`crate::iolog`]);
 //!    `write_iolog` and `write_hist_log` are accepted and ignored: those
 //!    files are not written.
-//! 3. **Not modeled yet** options would change the I/O (`rate`, `verify`,
-//!    `io_size`, `bssplit`, ...) and are rejected with
-//!    `option 'rate' is not modeled yet`, except when given the value that
-//!    is fio's no-op default (e.g. `rate=0`, `loops=1`), which is accepted
-//!    and listed as ignored.
+//! 3. **Not modeled yet** options would change the I/O (`verify`,
+//!    `directory`, `rate_min`, ...) and are rejected with
+//!    `option 'verify' is not modeled yet`, except when given the value that
+//!    is fio's no-op default (e.g. `verify=0`, `rate_min=0`), which is
+//!    accepted and listed as ignored.
+//!
+//! [`option_table`] lists every option with its class; docs/fio.md keeps
+//! the same table for users.
 //!
 //! Anything not in the table is rejected as `unknown option` (fio rejects
 //! options it does not know too).
@@ -94,7 +99,7 @@ mod jobfile;
 mod number;
 mod options;
 
-pub use cmdline::{parse_command_line, parse_output_format};
+pub use cmdline::{parse_command_line, parse_output_format, parse_terse_version};
 pub use error::FioError;
 pub use jobfile::{parse_job_file, parse_job_file_with_env};
 
@@ -164,6 +169,8 @@ pub struct OutputOptions {
     /// The report formats (`--output-format`, a list as in fio), each at
     /// most once, in the order fio prints them; never empty.
     pub formats: Vec<OutputFormat>,
+    /// `--terse-version` (3, the default, 4 or 5).
+    pub terse_version: u32,
     /// Write the report to this file instead of stdout (`--output`).
     pub output_file: Option<String>,
 }
@@ -173,17 +180,21 @@ impl Default for OutputOptions {
     fn default() -> Self {
         OutputOptions {
             formats: vec![OutputFormat::Normal],
+            terse_version: 3,
             output_file: None,
         }
     }
 }
 
-/// The supported report formats (`terse` is refused). Declared in the order
-/// fio 3.x prints them when several are asked for: the JSON report first,
-/// then the normal one (its `__show_run_stats` flushes the JSON root before
-/// the normal group and disk lines).
+/// The report formats. Declared in the order fio 3.x prints them when
+/// several are asked for: terse lines first (printed per job as the jobs'
+/// statistics are shown), then the JSON report, then the normal one (its
+/// `__show_run_stats` flushes the JSON root before the normal group and disk
+/// lines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum OutputFormat {
+    /// fio's terse (`--minimal`) lines, version `OutputOptions::terse_version`.
+    Terse,
     /// fio's JSON report.
     Json,
     /// fio's `json+`: the JSON report with each latency histogram's `bins`.

@@ -11,6 +11,7 @@
 //! `unified_rw_reporting=none`.
 
 pub mod json;
+pub mod terse;
 pub mod text;
 
 use crate::stats::{GroupTotals, JobStats, DEFAULT_PERCENTILES};

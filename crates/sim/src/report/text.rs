@@ -7,7 +7,7 @@
 //! parsers of fio's text output keep working.
 //!
 //! Differences from real fio: our header lines come first; there is no
-//! ETA line; the `cpu` line reports zeros (CPU is not simulated).
+//! ETA line; the `cpu` line is the host model's (zeros on the free host).
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
