@@ -64,8 +64,35 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", escape_controls(&format!("{e:#}")));
             ExitCode::from(2)
         }
+    }
+}
+
+/// Error messages quote their input (a job file's value, a trace line); a terminal
+/// must not interpret what the input smuggled in (`ESC [2J`, a bell, a carriage
+/// return hiding the real message), so control characters other than newline and tab
+/// are shown escaped, as `\u{1b}`.
+fn escape_controls(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(
+            super::escape_controls("a\u{1b}[2Jb\rc\nd\u{7}\u{9b}"),
+            "a\\u{1b}[2Jb\\rc\nd\\u{7}\\u{9b}"
+        );
     }
 }

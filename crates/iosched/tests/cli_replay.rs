@@ -120,6 +120,21 @@ fn kernel_trace_compare_rejects_non_trace() {
         .unwrap();
     std::fs::remove_file(&p).ok();
     assert_eq!(o.status.code(), Some(2));
+    // A line the recorder cannot have written is named, with what was expected.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("empty.txt:1: no [CPU] field: expected 'TASK-PID [CPU]"),
+        "{err}"
+    );
+    // Without any event at all, the file is not a recording.
+    let p = tmp("comments.txt", "# tracer: nop\n");
+    let o = bin()
+        .args(["kernel-trace", "compare"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&p).ok();
+    assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no block events found"));
 }
 

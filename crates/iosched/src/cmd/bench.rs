@@ -3,6 +3,7 @@
 use anyhow::{bail, Context, Result};
 use blk::bench::BenchConfig;
 use sim::bench;
+use std::io::Write as _;
 
 use super::sim_opts::parse_set;
 
@@ -137,18 +138,21 @@ pub fn run(args: Args) -> Result<()> {
         blk::bench::SchedBench::with_config(&r.sched, 1, &cfg)?;
     }
     let only_scheds = !args.sched.is_empty() || !args.set.is_empty() || args.vary.is_some();
+    let mut out = std::io::stdout().lock();
     if !only_scheds {
-        println!(
+        writeln!(
+            out,
             "{:<34} {:>12} {:>10} {:>9} {:>14} {:>12}",
             "workload", "requests", "sim s", "wall s", "requests/s", "peak RSS"
-        );
+        )?;
         for w in bench::workloads() {
             for ms in [args.simulated_ms, args.simulated_ms * 10] {
                 let r = bench::run(&w, ms);
                 let rss = bench::peak_rss_bytes()
                     .map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
                     .unwrap_or_else(|| "n/a".into());
-                println!(
+                writeln!(
+                    out,
                     "{:<34} {:>12} {:>10.3} {:>9.3} {:>14.0} {:>12}",
                     r.name,
                     r.requests,
@@ -156,21 +160,21 @@ pub fn run(args: Args) -> Result<()> {
                     r.wall_secs,
                     r.rate(),
                     rss
-                );
+                )?;
             }
         }
-        println!();
+        writeln!(out)?;
     }
-    println!(
+    writeln!(out,
         "scheduler insert+dispatch+complete, ns per request (lower is better), {} CPUs, by requests queued",
         args.cpus
-    );
+    )?;
     let width = rows.iter().map(|r| r.label.len()).max().unwrap_or(9).max(9);
     let mut head = format!("{:<width$}", "scheduler");
     for q in &args.queued {
         head.push_str(&format!(" {q:>10}"));
     }
-    println!("{head}");
+    writeln!(out, "{head}")?;
     for r in &rows {
         let cfg = BenchConfig {
             nr_cpus: args.cpus,
@@ -181,7 +185,8 @@ pub fn run(args: Args) -> Result<()> {
             let ns = blk::bench::ns_per_request_with(&r.sched, queued, args.steps, &cfg)?;
             line.push_str(&format!(" {ns:>10.0}"));
         }
-        println!("{line}");
+        writeln!(out, "{line}")?;
     }
+    out.flush()?;
     Ok(())
 }

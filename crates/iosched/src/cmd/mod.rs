@@ -5,6 +5,7 @@ pub mod compare;
 pub mod devices;
 pub mod fio;
 pub mod kernel_trace;
+pub mod output;
 pub mod plot;
 pub mod replay;
 pub mod run;

@@ -7,7 +7,6 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::fio::{FioInput, OutputFormat};
 use sim::report::RunReport;
 use sim::runner::{self, RunOptions};
-use std::io::Write;
 
 /// Simulation options (not fio options).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -180,14 +179,6 @@ pub fn run_ticking(
     Ok(report)
 }
 
-/// Write `text` to `path` whole or not at all: written beside the target and renamed,
-/// so a failed run never leaves a file that looks like a finished report.
-pub fn write_atomically(path: &str, text: &str) -> Result<()> {
-    let tmp = format!("{path}.iosched-tmp");
-    std::fs::write(&tmp, text.as_bytes()).with_context(|| format!("writing {tmp}"))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {tmp} to {path}"))
-}
-
 /// Plan, run and print in the format and to the file fio's output options ask for;
 /// with `plot`, also draw the completion-latency CDF of every job and direction.
 pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
@@ -207,21 +198,12 @@ pub fn simulate_print_plot(input: FioInput, args: &SimArgs, plot: Option<&str>) 
         if series.is_empty() {
             bail!("--plot {path}: the run completed no I/O, nothing to draw");
         }
-        let tmp = format!("{path}.iosched-tmp.svg");
-        super::plot::cdf_lines(&tmp, "completion latency (clat) CDF", "clat (us)", &series)?;
-        let svg = std::fs::read_to_string(&tmp)?;
-        std::fs::remove_file(&tmp).ok();
-        write_atomically(path, &svg)?;
+        super::plot::cdf_lines(path, "completion latency (clat) CDF", "clat (us)", &series)?;
     }
     match &input.output.output_file {
-        Some(path) => write_atomically(path, &text)?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
-        }
+        Some(path) => super::output::write_file(path, text.as_bytes()),
+        None => super::output::print(&text),
     }
-    Ok(())
 }
 
 /// One CDF per job entry and direction with I/O: (clat in µs, cumulative fraction) at

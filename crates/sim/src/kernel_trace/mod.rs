@@ -19,11 +19,54 @@ pub use convert::{convert, ConvertStats, Converted, DepthChange};
 pub use fit::{fit, JiffiesFit};
 pub use parse::{parse, BlockEvent, BlockKind, KernelTrace, KyberEvent, KyberEventKind, TraceMeta};
 
+/// What [`try_load`] does with lines it cannot parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Malformed {
+    /// The first one is an error naming its line (the default: one corrupted line can
+    /// move agreement by tens of points).
+    Reject,
+    /// They are left out and counted in [`KernelTrace::skipped`].
+    Skip,
+}
+
+/// [`load`], checked: `hz` (given or recorded) must be 1 to [`fit::MAX_HZ`], and a
+/// line the reader cannot parse is an error `line N: reason` unless `malformed` is
+/// [`Malformed::Skip`].
+pub fn try_load(
+    text: &str,
+    sched: &str,
+    hz: Option<u32>,
+    malformed: Malformed,
+) -> Result<(KernelTrace, JiffiesFit, Converted), String> {
+    let kt = parse(text);
+    if malformed == Malformed::Reject {
+        if let Some((line, why)) = kt.skipped.first() {
+            return Err(format!(
+                "line {line}: {why} (use --skip-malformed to leave such lines out)"
+            ));
+        }
+    }
+    let hz = hz.or(kt.meta.hz).unwrap_or(250);
+    if hz == 0 || hz > fit::MAX_HZ {
+        return Err(format!(
+            "HZ {hz}: expected 1 to {} (a kernel's CONFIG_HZ is 100, 250, 300 or 1000)",
+            fit::MAX_HZ
+        ));
+    }
+    Ok(finish(kt, sched, hz))
+}
+
 /// Parse a recording and convert it for scheduler `sched`; `hz` overrides the HZ the
-/// recording names (default 250 when it names none, this machine's kernel).
+/// recording names (default 250 when it names none, this machine's kernel). Lenient:
+/// unparsable lines are left out (see [`KernelTrace::skipped`]); [`try_load`] is the
+/// checked form the command line uses.
 pub fn load(text: &str, sched: &str, hz: Option<u32>) -> (KernelTrace, JiffiesFit, Converted) {
     let kt = parse(text);
     let hz = hz.or(kt.meta.hz).unwrap_or(250);
+    finish(kt, sched, hz)
+}
+
+fn finish(kt: KernelTrace, sched: &str, hz: u32) -> (KernelTrace, JiffiesFit, Converted) {
     let first = kt.events.first().map(|e| e.ts_ns).unwrap_or(0);
     let f = fit(&kt.samples, hz).unwrap_or_else(|| JiffiesFit::unanchored(first, hz));
     let c = convert(&kt, sched, hz, &f);

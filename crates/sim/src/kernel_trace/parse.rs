@@ -215,8 +215,12 @@ pub struct KernelTrace {
     /// stamped then), in file order; `kind` is [`BlockKind::Insert`] and class/level
     /// are unknown (the event does not print them).
     pub getrqs: Vec<BlockEvent>,
-    /// Lines that look like events but could not be parsed (line, reason).
+    /// Lines the reader could not parse (line, reason): any line other than a
+    /// comment, a blank line, a `# iosched:` header or an event of the recorded
+    /// kinds in tracefs's format. [`super::try_load`] makes them an error.
     pub skipped: Vec<(usize, String)>,
+    /// Events tracefs reported lost (`CPU:N [LOST M EVENTS]` lines).
+    pub lost_events: u64,
 }
 
 fn parse_dev(s: &str) -> Option<(u32, u32)> {
@@ -239,7 +243,7 @@ fn parse_ts(s: &str) -> Option<u64> {
     for _ in frac.len()..9 {
         f *= 10;
     }
-    Some(sec * 1_000_000_000 + f)
+    sec.checked_mul(1_000_000_000)?.checked_add(f)
 }
 
 fn field<'a>(rest: &'a str, key: &str) -> Option<&'a str> {
@@ -306,14 +310,36 @@ pub fn parse(text: &str) -> KernelTrace {
         if let Some(h) = raw.strip_prefix("# iosched:") {
             if let Some((k, v)) = h.trim().split_once('=') {
                 let (k, v) = (k.trim(), v.trim());
+                // A value the recorder wrote but we cannot read is reported, not
+                // taken as absent: an absent HZ or nr_requests silently falls back
+                // to a default and changes every decision.
+                let bad = |what: &str| (n, format!("bad {k} value '{v}': expected {what}"));
                 match k {
-                    "hz" => kt.meta.hz = v.parse().ok(),
-                    "dev" => kt.meta.dev = parse_dev(v),
+                    "hz" => match v.parse() {
+                        Ok(hz) => kt.meta.hz = Some(hz),
+                        Err(_) => kt.skipped.push(bad("a kernel HZ")),
+                    },
+                    "dev" => match parse_dev(v) {
+                        Some(d) => kt.meta.dev = Some(d),
+                        None => kt.skipped.push(bad("MAJOR,MINOR")),
+                    },
                     "sched" => kt.meta.sched = Some(v.to_string()),
-                    "nr_requests" => kt.meta.nr_requests = v.parse().ok(),
-                    "max_sectors_kb" => kt.meta.max_sectors_kb = v.parse().ok(),
-                    "max_segments" => kt.meta.max_segments = v.parse().ok(),
-                    "rotational" => kt.meta.rotational = v.parse::<u8>().ok().map(|r| r != 0),
+                    "nr_requests" => match v.parse() {
+                        Ok(x) => kt.meta.nr_requests = Some(x),
+                        Err(_) => kt.skipped.push(bad("a request count")),
+                    },
+                    "max_sectors_kb" => match v.parse() {
+                        Ok(x) => kt.meta.max_sectors_kb = Some(x),
+                        Err(_) => kt.skipped.push(bad("a size in KiB")),
+                    },
+                    "max_segments" => match v.parse() {
+                        Ok(x) => kt.meta.max_segments = Some(x),
+                        Err(_) => kt.skipped.push(bad("a segment count")),
+                    },
+                    "rotational" => match v.parse::<u8>() {
+                        Ok(r) => kt.meta.rotational = Some(r != 0),
+                        Err(_) => kt.skipped.push(bad("0 or 1")),
+                    },
                     "task_cgroup" => match v.split_once(' ') {
                         Some((tid, path))
                             if tid.parse::<u32>().is_ok() && path.starts_with('/') =>
@@ -324,7 +350,10 @@ pub fn parse(text: &str) -> KernelTrace {
                         }
                         _ => kt.skipped.push((n, format!("bad task_cgroup line '{v}'"))),
                     },
-                    "nomerges" => kt.meta.nomerges = v.parse().ok(),
+                    "nomerges" => match v.parse() {
+                        Ok(x) => kt.meta.nomerges = Some(x),
+                        Err(_) => kt.skipped.push(bad("0, 1 or 2")),
+                    },
                     _ => {
                         if let Some(t) = k.strip_prefix("tunable.") {
                             kt.meta.tunables.push((t.to_string(), v.to_string()));
@@ -339,18 +368,34 @@ pub fn parse(text: &str) -> KernelTrace {
         if raw.starts_with('#') || raw.trim().is_empty() {
             continue;
         }
+        // tracefs's own note that a CPU's buffer overflowed: a line the recorder
+        // writes, counted (the recording warned about it when it was made).
+        if let Some(lost) = lost_events(raw) {
+            kt.lost_events = kt.lost_events.saturating_add(lost);
+            continue;
+        }
         // "TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: PAYLOAD"; the task name may hold
-        // spaces and dashes, so anchor on the "[NNN]" CPU field.
+        // spaces and dashes, so anchor on the "[NNN]" CPU field. Every line that is
+        // not in this shape is one the recorder cannot have written: reported.
+        const SHAPE: &str = "expected 'TASK-PID [CPU] FLAGS SECS.USECS: EVENT: PAYLOAD'";
         let Some((task, cpu, after)) = split_cpu(raw) else {
+            kt.skipped.push((n, format!("no [CPU] field: {SHAPE}")));
             continue;
         };
         let mut it = after.splitn(2, ": ");
         let pre = it.next().unwrap_or("");
-        let Some(rest) = it.next() else { continue };
+        let Some(rest) = it.next() else {
+            kt.skipped
+                .push((n, format!("no ': ' after the timestamp: {SHAPE}")));
+            continue;
+        };
         let Some(ts) = pre.split_whitespace().last().and_then(parse_ts) else {
+            kt.skipped.push((n, format!("bad timestamp: {SHAPE}")));
             continue;
         };
         let Some((event, payload)) = rest.split_once(": ") else {
+            kt.skipped
+                .push((n, format!("no ': ' after the event name: {SHAPE}")));
             continue;
         };
         let pid = task
@@ -386,11 +431,18 @@ pub fn parse(text: &str) -> KernelTrace {
                 // expires=J [timeout=N] → jiffies now = J − N.
                 let e = field(payload, "expires=").and_then(|v| v.parse::<u64>().ok());
                 let t = field(payload, "[timeout=").and_then(|v| v.parse::<i64>().ok());
-                if let (Some(e), Some(t)) = (e, t) {
-                    kt.samples.push(JiffySample {
+                match (e, t) {
+                    (Some(e), Some(t)) => kt.samples.push(JiffySample {
                         ts_ns: ts,
                         jiffies: e.wrapping_sub(t as u64),
-                    });
+                    }),
+                    _ => {
+                        kt.skipped.push((
+                            n,
+                            "timer_start lacks 'expires=J' or '[timeout=N]'".to_string(),
+                        ));
+                        continue;
+                    }
                 }
                 if t == Some(1) && field(payload, "function=") == Some("delayed_work_timer_fn") {
                     kt.run_delays.push(RunDelay {
@@ -403,17 +455,20 @@ pub fn parse(text: &str) -> KernelTrace {
                 continue;
             }
             "timer_expire_entry" => {
-                if let Some(j) = field(payload, "now=").and_then(|v| v.parse().ok()) {
-                    kt.samples.push(JiffySample {
+                let Some(j) = field(payload, "now=").and_then(|v| v.parse().ok()) else {
+                    kt.skipped
+                        .push((n, "timer_expire_entry lacks 'now=J'".to_string()));
+                    continue;
+                };
+                kt.samples.push(JiffySample {
+                    ts_ns: ts,
+                    jiffies: j,
+                });
+                if field(payload, "function=") == Some("kyber_timer_fn") {
+                    kt.kyber_timer_runs.push(JiffySample {
                         ts_ns: ts,
                         jiffies: j,
                     });
-                    if field(payload, "function=") == Some("kyber_timer_fn") {
-                        kt.kyber_timer_runs.push(JiffySample {
-                            ts_ns: ts,
-                            jiffies: j,
-                        });
-                    }
                 }
                 continue;
             }
@@ -430,7 +485,13 @@ pub fn parse(text: &str) -> KernelTrace {
                 }
                 continue;
             }
-            _ => continue,
+            _ => {
+                kt.skipped.push((
+                    n,
+                    format!("event '{event}' is not one kernel-trace record enables"),
+                ));
+                continue;
+            }
         };
         match parse_block(payload) {
             Ok((dev, rwbs, sector, nr_sectors, class, level)) => kt.events.push(BlockEvent {
@@ -450,6 +511,17 @@ pub fn parse(text: &str) -> KernelTrace {
         }
     }
     kt
+}
+
+/// `CPU:N [LOST M EVENTS]`, tracefs's mark of an overflowed per-CPU buffer.
+fn lost_events(line: &str) -> Option<u64> {
+    let rest = line.trim().strip_prefix("CPU:")?;
+    let (cpu, rest) = rest.split_once(' ')?;
+    cpu.parse::<u32>().ok()?;
+    rest.strip_prefix("[LOST ")?
+        .strip_suffix(" EVENTS]")?
+        .parse()
+        .ok()
 }
 
 fn split_cpu(line: &str) -> Option<(&str, u32, &str)> {
@@ -544,6 +616,23 @@ mod tests {
                 (3, "bad task_cgroup line '13 b'".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn malformed_lines_are_reported_with_their_line() {
+        let kt = parse(
+            "# iosched: hz=2x0\n\
+             garbage\n\
+             fio-1 [000] ..... 1.000001: block_rq_issue 7,0 R () 8 + 8 [0]\n\
+             fio-1 [000] ..... 99999999999999999999.0: block_rq_issue: 7,0 R () 8 + 8 [0]\n\
+             fio-1 [000] ..... 1.000002: block_rq_frob: 7,0 R () 8 + 8 [0]\n\
+             fio-1 [000] ..... 1.000003: timer_start: timer=1 function=f expires=x\n\
+             CPU:1 [LOST 12 EVENTS]\n",
+        );
+        let lines: Vec<usize> = kt.skipped.iter().map(|s| s.0).collect();
+        assert_eq!(lines, vec![1, 2, 3, 4, 5, 6], "{:?}", kt.skipped);
+        assert_eq!(kt.meta.hz, None);
+        assert_eq!(kt.lost_events, 12);
     }
 
     #[test]
