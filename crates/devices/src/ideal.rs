@@ -49,7 +49,12 @@ impl IdealParams {
         Ok(IdealParams {
             latency_ns: d.int("latency", 1, u64::MAX >> 1)?,
             bandwidth: d.int("bandwidth", 1, u64::MAX >> 1)?,
-            queue_depth: d.int("queue_depth", 1, 65_535)? as u32,
+            queue_depth: d.int_limited(
+                "queue_depth",
+                1,
+                blk::mq::BLK_MQ_MAX_DEPTH as u64,
+                "BLK_MQ_MAX_DEPTH, the deepest tag set blk-mq allows",
+            )? as u32,
             capacity: d.int("capacity", 1 << 20, 1 << 60)?,
             nr_hw_queues: d.int("nr_hw_queues", 1, 1024)? as u16,
             rotational: false,

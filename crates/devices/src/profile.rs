@@ -200,11 +200,15 @@ impl Doc {
     pub fn err(&self, field: &str, msg: impl Into<String>) -> ProfileError {
         ProfileError {
             file: self.file.clone(),
+            // A field that is missing has no line of its own: the error points at
+            // the `model` line, which is what requires it.
             line: self
                 .entries
                 .iter()
                 .find(|(k, _, _)| k == field)
-                .map(|e| e.2),
+                .or_else(|| self.entries.iter().find(|(k, _, _)| k == "model"))
+                .map(|e| e.2)
+                .or(Some(1)),
             field: Some(field.to_string()),
             msg: msg.into(),
         }
@@ -261,6 +265,25 @@ impl Doc {
             return Err(self.err(key, format!("{v} is out of range: expected {lo} to {hi}")));
         }
         Ok(v as u64)
+    }
+
+    /// [`Doc::int`] for a field whose upper bound is a limit of ours or the kernel's
+    /// rather than of the thing modelled: the message says why (`why`).
+    pub fn int_limited(
+        &mut self,
+        key: &str,
+        lo: u64,
+        hi: u64,
+        why: &str,
+    ) -> Result<u64, ProfileError> {
+        let v = self.int(key, lo, u64::MAX >> 1)?;
+        if v > hi {
+            return Err(self.err(
+                key,
+                format!("{v} is out of range: expected {lo} to {hi} ({why})"),
+            ));
+        }
+        Ok(v)
     }
 
     /// An optional integer field within `lo..=hi`, `default` when absent.

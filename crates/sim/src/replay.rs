@@ -350,14 +350,21 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
         h.rotational = r;
     }
     if let Some(n) = get_u32(m, "nr_requests")? {
-        if n == 0 {
-            return Err("field 'nr_requests' must be positive".into());
+        // As queue_requests_store accepts it (see `blk::mq::MAX_SCHED_RQ`).
+        if n == 0 || n > blk::mq::MAX_SCHED_RQ {
+            return Err(format!(
+                "field 'nr_requests' must be 1 to {} (MAX_SCHED_RQ, the most scheduler tags the kernel allows), got {n}",
+                blk::mq::MAX_SCHED_RQ
+            ));
         }
         h.nr_requests = n;
     }
     if let Some(n) = get_u32(m, "queue_depth")? {
-        if n == 0 {
-            return Err("field 'queue_depth' must be positive".into());
+        if n == 0 || n > blk::mq::BLK_MQ_MAX_DEPTH {
+            return Err(format!(
+                "field 'queue_depth' must be 1 to {} (BLK_MQ_MAX_DEPTH, the deepest tag set a driver can have), got {n}",
+                blk::mq::BLK_MQ_MAX_DEPTH
+            ));
         }
         h.queue_depth = n;
     }
@@ -811,6 +818,10 @@ impl Replayer {
     /// Free the requests the scheduler's insert merge absorbed, as the kernel frees
     /// the merge free list (running `finish_request`).
     fn free_merged(&mut self, t: u64, j: Jiffies) {
+        // Every merge of one operation ends in the last request that absorbed
+        // another (`attempt_merge` sets `last_merge` to it; an insert-merge chain
+        // collapses into its final request): the likely owner, checked below.
+        let absorber = self.merge.last_merge;
         while let Some(rid) = self.merge.freed.pop() {
             self.with_ctx(t, j, |e, ctx| {
                 ctx.merge.forget(rid);
@@ -824,12 +835,34 @@ impl Replayer {
             if let Some(tid) = self.rev[rid.index()].take() {
                 self.ids.remove(&tid);
                 // Which request absorbed it: the one whose bio chain holds its bio.
-                let into = self.owner_of_bio_of(tid).unwrap_or(tid);
+                let into = absorber
+                    .filter(|&a| self.holds_bio_of(a, tid))
+                    .and_then(|a| self.rev.get(a.index()).copied().flatten())
+                    .or_else(|| self.owner_of_bio_of(tid))
+                    .unwrap_or(tid);
                 self.merged_away.insert(tid, into);
             }
         }
     }
 
+    /// Whether live request `rid`'s bio chain holds the bio of trace id `tid` (a
+    /// walk of one request's bios, bounded by the merge limits).
+    fn holds_bio_of(&self, rid: RqId, tid: u64) -> bool {
+        if !self.rqs.is_live(rid) {
+            return false;
+        }
+        let mut b = self.rqs.get(rid).bio_head;
+        while let Some(bid) = b {
+            if self.bios.get(bid).owner == tid {
+                return true;
+            }
+            b = self.bios.next(bid);
+        }
+        false
+    }
+
+    /// The live request holding `tid`'s bio, by a scan of every live request: the
+    /// fallback when the absorber is not the last merge's.
     fn owner_of_bio_of(&self, tid: u64) -> Option<u64> {
         for (id, slot) in &self.ids {
             let rid = match slot {

@@ -379,15 +379,29 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             level: spec.prio.unwrap_or(4),
         };
         let time_based = spec.time_based && spec.runtime_ns.is_some();
-        let job_ns = spec.start_delay_ns + spec.ramp_time_ns + spec.runtime_ns.unwrap_or(0);
+        let job_ns = spec
+            .start_delay_ns
+            .saturating_add(spec.ramp_time_ns)
+            .saturating_add(spec.runtime_ns.unwrap_or(0));
         group_ns = group_ns.max(job_ns);
         if !time_based {
             expected_ns = None;
-            expected_bytes = expected_bytes.map(|b| b + size * spec.numjobs as u64);
+            expected_bytes =
+                expected_bytes.map(|b| b.saturating_add(size.saturating_mul(spec.numjobs as u64)));
         } else {
             expected_bytes = None;
         }
         let first = clones.len();
+        if first as u64 + spec.numjobs as u64 > crate::fio::MAX_JOBS {
+            return Err(job_err(
+                spec,
+                format!(
+                    "numjobs={} makes more than {} jobs in the run (fio's REAL_MAX_JOBS)",
+                    spec.numjobs,
+                    crate::fio::MAX_JOBS
+                ),
+            ));
+        }
         // fio's td->ioprio: set when the job sets a class or a level; a level
         // alone is best effort.
         let log_prio = match (spec.prioclass, spec.prio) {
@@ -612,6 +626,21 @@ fn apply_blk_setting(
             let v = uint()?;
             if v == 0 {
                 return Err(err("must be at least 1"));
+            }
+            // queue_requests_store → blk_mq_update_nr_requests: scheduler tags grow
+            // up to MAX_SCHED_RQ; without a scheduler the driver's tag set cannot
+            // grow at all (blk_mq_tag_update_depth returns -EINVAL).
+            if sim.scheduler == "none" && v > info.queue_depth {
+                return Err(err(&format!(
+                    "at most the device's queue depth ({}) without a scheduler: the kernel cannot grow the driver's tags",
+                    info.queue_depth
+                )));
+            }
+            if v > blk::mq::MAX_SCHED_RQ {
+                return Err(err(&format!(
+                    "at most {} (MAX_SCHED_RQ): the kernel does not grow scheduler tags beyond it",
+                    blk::mq::MAX_SCHED_RQ
+                )));
             }
             sim.nr_requests = Some(v);
         }

@@ -97,6 +97,7 @@ mod options;
 pub use cmdline::parse_command_line;
 pub use error::FioError;
 pub use jobfile::{parse_job_file, parse_job_file_with_env};
+pub use options::{MAX_IODEPTH, MAX_JOBS};
 
 /// Everything read from one fio invocation: global options, jobs and output
 /// settings.
