@@ -1444,10 +1444,19 @@ impl TableDisk {
         }
     }
 
-    fn pump(&mut self, now: f64) {
+    /// The instant (ns) a queued command whose service starts at `start_ms` is
+    /// due: what [`Device::next_event`] reports and what [`TableDisk::pump`] compares
+    /// with. Comparing the milliseconds instead would livelock whenever rounding
+    /// puts the reported instant before the start: the event would fire, start
+    /// nothing and be reported again at the same instant.
+    fn start_ns(start_ms: f64) -> Ns {
+        Ns((start_ms * 1e6).round() as u64)
+    }
+
+    fn pump(&mut self, now: Ns) {
         while let Some(&(id, op, lbn, n, arr)) = self.queue.front() {
             let start = arr.max(self.free_at);
-            if start > now {
+            if Self::start_ns(start) > now {
                 break;
             }
             self.queue.pop_front();
@@ -1470,7 +1479,7 @@ impl Driver for TableDisk {
         let t = now.0 as f64 / 1e6;
         self.queue
             .push_back((id, rq.op, rq.sector.0, rq.nr_sectors, t));
-        self.pump(t);
+        self.pump(now);
         QueueRqStatus::Ok
     }
 }
@@ -1484,14 +1493,14 @@ impl Device for TableDisk {
         let b = self
             .queue
             .front()
-            .map(|q| Ns((q.4.max(self.free_at) * 1e6).round() as u64));
+            .map(|q| Self::start_ns(q.4.max(self.free_at)));
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
     fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
-        self.pump(now.0 as f64 / 1e6);
+        self.pump(now);
         while let Some(&(t, id)) = self.done.front() {
             if t > now {
                 break;
