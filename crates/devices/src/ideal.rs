@@ -47,7 +47,12 @@ impl IdealParams {
     /// Read and validate the parameters from a profile document.
     pub fn from_doc(d: &mut crate::profile::Doc) -> Result<IdealParams, crate::ProfileError> {
         Ok(IdealParams {
-            latency_ns: d.int("latency", 1, u64::MAX >> 1)?,
+            latency_ns: d.int_limited(
+                "latency",
+                1,
+                1_000_000_000_000,
+                "1000 s in ns: no command takes longer",
+            )?,
             bandwidth: d.int("bandwidth", 1, u64::MAX >> 1)?,
             queue_depth: d.int_limited(
                 "queue_depth",

@@ -326,11 +326,24 @@ impl Doc {
     }
 
     fn num(&mut self, key: &str) -> Result<f64, ProfileError> {
-        match self.required(key)? {
-            Value::Int(i) => Ok(i as f64),
-            Value::Float(f) => Ok(f),
-            v => Err(self.err(key, format!("expected a number, got {}", v.kind()))),
+        let v = match self.required(key)? {
+            Value::Int(i) => i as f64,
+            Value::Float(f) => f,
+            v => return Err(self.err(key, format!("expected a number, got {}", v.kind()))),
+        };
+        // A time of more than 1000 s for one command is no device's, and keeping
+        // every parameter there keeps every simulated instant far inside 64-bit
+        // nanoseconds; other numbers (rates, factors) stop at 10^12.
+        let (max, unit) = match key.rsplit('_').next() {
+            Some("ns") => (1e12, "ns (1000 s: no command takes longer)"),
+            Some("us") => (1e9, "us (1000 s: no command takes longer)"),
+            Some("ms") => (1e6, "ms (1000 s: no command takes longer)"),
+            _ => (1e12, "(larger values overflow the model's arithmetic)"),
+        };
+        if !v.is_finite() || v.abs() > max {
+            return Err(self.err(key, format!("{v} is out of range: at most {max:e} {unit}")));
         }
+        Ok(v)
     }
 
     /// Reject keys nobody read.

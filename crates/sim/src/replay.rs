@@ -436,10 +436,20 @@ fn parse_op(m: &Map<String, Value>) -> Result<TraceOp, String> {
                     flags = flags.with(*bit);
                 }
             }
+            let sector = require(get_u64(m, "sector")?, "sector", op)?;
+            let sectors = require(get_u32(m, "sectors")?, "sectors", op)?;
+            // The end of the extent must be a sector of a possible device (a
+            // 64-bit byte offset), so that no arithmetic on it overflows.
+            const MAX_SECTOR: u64 = u64::MAX >> 9;
+            if sector.saturating_add(sectors as u64) > MAX_SECTOR {
+                return Err(format!(
+                    "field 'sector' + 'sectors' must end at most at sector {MAX_SECTOR} (2^55, a 64-bit byte offset), got {sector} + {sectors}"
+                ));
+            }
             OpKind::Insert(InsertOp {
                 id: require(get_u64(m, "id")?, "id", op)?,
-                sector: require(get_u64(m, "sector")?, "sector", op)?,
-                sectors: require(get_u32(m, "sectors")?, "sectors", op)?,
+                sector,
+                sectors,
                 dir,
                 class,
                 level: level as u8,

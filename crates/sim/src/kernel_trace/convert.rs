@@ -219,7 +219,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
     let mut last_t = 0u64;
     for e in events.iter().copied() {
         // tracefs sorts per-CPU buffers by time; never let t go backwards anyway.
-        let t = (e.ts_ns - t0).max(last_t);
+        let t = e.ts_ns.saturating_sub(t0).max(last_t);
         last_t = t;
         let jiffies = Some(fit.jiffies_at(e.ts_ns));
         let Some(dir) = e.dir().filter(|_| e.nr_sectors > 0) else {

@@ -75,7 +75,7 @@ impl BlockEvent {
 
     /// One past the last sector.
     pub fn end(&self) -> u64 {
-        self.sector + self.nr_sectors as u64
+        self.sector.saturating_add(self.nr_sectors as u64)
     }
 }
 
@@ -269,6 +269,7 @@ fn parse_getrq(rest: &str) -> Result<((u32, u32), String, u64, u32), String> {
     let nr = f[4]
         .parse()
         .map_err(|_| format!("bad sector count '{}'", f[4]))?;
+    check_extent(sector, nr)?;
     Ok((dev, f[1].to_string(), sector, nr))
 }
 
@@ -299,7 +300,20 @@ fn parse_block(rest: &str) -> Result<BlockFields, String> {
             level = parts[2].parse().map_err(|_| format!("bad ioprio '{p}'"))?;
         }
     }
+    check_extent(sector, nr)?;
     Ok((dev, rwbs, sector, nr, class, level))
+}
+
+/// Sector numbers fit a 64-bit byte offset (`sector_t` shifted by 9): larger ones no
+/// kernel can print, and their ends would overflow.
+fn check_extent(sector: u64, nr: u32) -> Result<(), String> {
+    const MAX_SECTOR: u64 = u64::MAX >> 9;
+    if sector.saturating_add(nr as u64) > MAX_SECTOR {
+        return Err(format!(
+            "sector {sector} + {nr} is beyond the largest block device (2^55 sectors)"
+        ));
+    }
+    Ok(())
 }
 
 /// Parse the whole text of a recorded trace.
