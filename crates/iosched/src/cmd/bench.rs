@@ -138,7 +138,7 @@ pub fn run(args: Args) -> Result<()> {
         blk::bench::SchedBench::with_config(&r.sched, 1, &cfg)?;
     }
     let only_scheds = !args.sched.is_empty() || !args.set.is_empty() || args.vary.is_some();
-    let mut out = std::io::stdout().lock();
+    let mut out = super::output::stdout();
     if !only_scheds {
         writeln!(
             out,

@@ -198,11 +198,11 @@ pub fn run(args: Args) -> Result<()> {
                 }));
             }
         }
-        let mut out = std::io::stdout().lock();
+        let mut out = super::output::stdout();
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         out.flush()?;
     } else {
-        let mut out = std::io::stdout().lock();
+        let mut out = super::output::stdout();
         let w = rows.iter().map(|r| r.label.len()).max().unwrap_or(7).max(7);
         let jw = rows
             .iter()

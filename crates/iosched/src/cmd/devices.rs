@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<()> {
         (Some(n), None) => vec![devices::profile(n)?],
         (None, None) => devices::profiles(),
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::output::stdout();
     for p in list {
         let dev = p.build();
         let info = dev.info();

@@ -19,3 +19,25 @@ pub fn print(text: &str) -> Result<()> {
         .and_then(|()| out.flush())
         .context("writing standard output")
 }
+
+/// Standard output for commands that print as they go: its write errors say what
+/// was being written.
+pub fn stdout() -> Stdout {
+    Stdout(std::io::stdout().lock())
+}
+
+/// See [`stdout`].
+pub struct Stdout(std::io::StdoutLock<'static>);
+
+fn named(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("writing standard output: {e}"))
+}
+
+impl Write for Stdout {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.write(b).map_err(named)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(named)
+    }
+}

@@ -77,7 +77,7 @@ pub fn run(args: Args) -> Result<()> {
     rs.sort_by(f64::total_cmp);
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     // No wall time in the output: the same trace and profile give the same bytes.
-    let mut text_out = std::io::stdout().lock();
+    let mut text_out = crate::cmd::output::stdout();
     writeln!(
         text_out,
         "replay {} on {name}: {} requests ({} reads, {} writes)",

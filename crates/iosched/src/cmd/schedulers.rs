@@ -27,7 +27,7 @@ pub fn run(args: Args) -> Result<()> {
             .with_context(|| blk::elevator::UnknownScheduler(n.clone()).to_string())?],
         None => SCHEDULERS.iter().collect(),
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::output::stdout();
     for s in list {
         let e = (s.make)(&params);
         writeln!(out, "{}: {}", s.name, s.about)?;
