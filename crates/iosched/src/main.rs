@@ -50,6 +50,14 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
+    // `kernel-trace record` installs its own handlers: it must tear down what it
+    // set up in the kernel before it exits.
+    if !matches!(cli.command, Command::KernelTrace(_)) {
+        if let Err(e) = cmd::signals::install() {
+            eprintln!("error: cannot handle signals: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let result = match cli.command {
         Command::Run(a) => cmd::run::run(a),
         Command::Fio(a) => cmd::fio::run(a),
@@ -65,7 +73,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", escape_controls(&format!("{e:#}")));
-            ExitCode::from(2)
+            match e.downcast_ref::<cmd::signals::Interrupted>() {
+                Some(i) => ExitCode::from((128 + i.0).clamp(0, 255) as u8),
+                None => ExitCode::from(2),
+            }
         }
     }
 }

@@ -167,3 +167,68 @@ fn limits_name_the_option_and_the_largest_value() {
     assert!(!err(&o).contains('\u{1b}'), "{}", err(&o));
     assert!(err(&o).contains("\\u{1b}"), "{}", err(&o));
 }
+
+/// Start `iosched ARGS` in `dir`, send `sig` after `after`, and collect its output.
+fn killed_after(dir: &std::path::Path, args: &[&str], sig: i32, after: Duration) -> Output {
+    let child = bin()
+        .current_dir(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    // SAFETY: signalling the child this test started, by its pid.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    child.wait_with_output().unwrap()
+}
+
+use std::time::Duration;
+
+const LONG: &str = "[global]\nioengine=libaio\ndirect=1\nbs=4k\nsize=1g\ntime_based\nruntime=10h\n\
+                    [r]\nrw=randread\niodepth=16\nwrite_lat_log=lat\n";
+
+#[test]
+fn a_signal_stops_a_run_which_reports_what_it_simulated() {
+    let dir = scratch("signals");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("long.fio"), LONG).unwrap();
+    // SIGINT: the report so far on stdout, marked, and exit 130.
+    let o = killed_after(
+        &dir,
+        &["run", "--device", "ideal", "long.fio"],
+        libc::SIGINT,
+        Duration::from_millis(1500),
+    );
+    assert_eq!(o.status.code(), Some(130), "{}", err(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("iosched: interrupted at"), "{out}");
+    assert!(out.contains("IOPS="), "{out}");
+    assert!(err(&o).contains("interrupted by SIGINT"), "{}", err(&o));
+    // SIGTERM with --output: the file holds the interrupted report; no log and no
+    // temporary is left.
+    let o = killed_after(
+        &dir,
+        &["run", "--device", "ideal", "--output", "r.txt", "long.fio"],
+        libc::SIGTERM,
+        Duration::from_millis(1500),
+    );
+    assert_eq!(o.status.code(), Some(143), "{}", err(&o));
+    let text = std::fs::read_to_string(dir.join("r.txt")).unwrap();
+    assert!(text.contains("iosched: interrupted at"), "{text}");
+    // SIGKILL: nothing at all under the final name.
+    let o = killed_after(
+        &dir,
+        &["run", "--device", "ideal", "--output", "k.txt", "long.fio"],
+        libc::SIGKILL,
+        Duration::from_millis(800),
+    );
+    assert_eq!(o.status.code(), None);
+    assert!(!dir.join("k.txt").exists());
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["long.fio", "r.txt"]);
+}

@@ -795,6 +795,24 @@ impl IoObserver for Collector<'_> {
             p(now, b);
         }
     }
+    fn stop_requested(&mut self) -> bool {
+        stop_requested()
+    }
+}
+
+/// Set by [`request_stop`]: process-wide, as the signal that sets it is.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ask the running simulation to stop at its next check (every few thousand events);
+/// [`run`] then reports what was simulated so far, marked interrupted. Called from a
+/// signal-handling thread on SIGINT or SIGTERM, as fio stops on Ctrl-C.
+pub fn request_stop() {
+    STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether [`request_stop`] was called.
+pub fn stop_requested() -> bool {
+    STOP.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Civil date from days since 1970-01-01 (proleptic Gregorian).
@@ -905,6 +923,15 @@ pub fn run(
         log_paths,
     };
     let summary = sim.run(&mut col);
+    let interrupted = stop_requested();
+    if interrupted {
+        // As fio on Ctrl-C: every job still running ends now, with what it did.
+        for j in 0..n {
+            if col.recorders[j].is_some() {
+                col.job_finished(j, summary.end);
+            }
+        }
+    }
     if let Some(e) = col.log_error.take() {
         return Err(e.into());
     }
@@ -914,7 +941,8 @@ pub fn run(
         let _ = l.finish(0);
     }
     col.logs.clear();
-    if let Some(files) = log_files {
+    // An interrupted run's logs stop mid-way: none is put in place.
+    if let Some(files) = log_files.filter(|_| !interrupted) {
         files.commit(&col.finish_order)?;
     }
 
@@ -962,6 +990,12 @@ pub fn run(
     }
     for w in &input.warnings {
         report.header.push(format!("iosched: warning: {w}"));
+    }
+    if interrupted {
+        report.header.push(format!(
+            "iosched: interrupted at {:.3} s of simulated time: the report covers what was simulated until then; no log files were written",
+            summary.end.0 as f64 / 1e9
+        ));
     }
 
     // One entry per clone, or per reporting group when any job in it asks for
@@ -1080,6 +1114,11 @@ pub fn run(
         "ignored_options": ignored,
         "scheduler_stats": summary.sched_stats.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
     }));
+    if interrupted {
+        if let Some(serde_json::Value::Object(m)) = &mut report.extra {
+            m.insert("interrupted".into(), json!(true));
+        }
+    }
     Ok(report)
 }
 

@@ -11,4 +11,5 @@ pub mod replay;
 pub mod run;
 pub mod sched_replay;
 pub mod schedulers;
+pub mod signals;
 pub mod sim_opts;

@@ -120,10 +120,12 @@ pub fn simulate(input: &FioInput, opts: &RunOptions, progress: bool) -> Result<R
 
 /// A progress bar on stderr, hidden when stderr is not a terminal.
 pub fn progress_bar(what: &str) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    // Hidden until the run has lasted a second (see `run_ticking`): short runs
+    // print nothing but their report.
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
     bar.set_style(
         ProgressStyle::with_template(&format!(
-            "{{spinner}} {what} [{{bar:40}}] {{percent}}% (eta {{eta}})"
+            "{{spinner}} {what} [{{bar:40}}] {{percent}}% {{msg}} (eta {{eta}})"
         ))
         .expect("valid template")
         .progress_chars("=> "),
@@ -169,7 +171,15 @@ pub fn run_ticking(
     work: Work,
 ) -> Result<RunReport> {
     let mut done = 0u64;
+    let started = std::time::Instant::now();
+    let mut shown = false;
     let mut tick = |now: Ns, bytes: u64| {
+        if !shown && started.elapsed() >= std::time::Duration::from_secs(1) {
+            // Drawn only on a terminal (indicatif checks).
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            shown = true;
+        }
+        bar.set_message(format!("{:.3} s simulated", now.0 as f64 / 1e9));
         let pos = if work.by_time { now.0 } else { bytes }.min(work.len);
         bar.inc(pos.saturating_sub(done));
         done = done.max(pos);
@@ -188,6 +198,7 @@ pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
 /// [`simulate_and_print`], plus an SVG of the clat CDFs to `plot` if given.
 pub fn simulate_print_plot(input: FioInput, args: &SimArgs, plot: Option<&str>) -> Result<()> {
     let opts = run_options(args)?;
+    super::signals::stop_gracefully();
     let report = simulate(&input, &opts, true)?;
     let text = match input.output.format {
         OutputFormat::Json => sim::report::json::to_string(&report),
@@ -201,9 +212,11 @@ pub fn simulate_print_plot(input: FioInput, args: &SimArgs, plot: Option<&str>) 
         super::plot::cdf_lines(path, "completion latency (clat) CDF", "clat (us)", &series)?;
     }
     match &input.output.output_file {
-        Some(path) => super::output::write_file(path, text.as_bytes()),
-        None => super::output::print(&text),
+        Some(path) => super::output::write_file(path, text.as_bytes())?,
+        None => super::output::print(&text)?,
     }
+    super::signals::check()?;
+    Ok(())
 }
 
 /// One CDF per job entry and direction with I/O: (clat in µs, cumulative fraction) at
