@@ -659,6 +659,23 @@ impl Replayer {
     /// The jiffies at `t`: the op's explicit value, else extrapolated from the last
     /// explicit value (so timers between kernel-recorded ops stay on the kernel's
     /// clock), else `floor(t * hz / 1e9)`.
+    /// An explicit jiffies value may wrap (the kernel starts them just below the wrap,
+    /// `INITIAL_JIFFIES`), but not move by 2^62 or more from the previous one: the
+    /// kernel's `time_after` compares only differences below 2^63, so after such a
+    /// jump every request would look inserted in the future and mq-deadline would
+    /// dispatch nothing (the kernel's own arithmetic, on a clock no kernel has).
+    fn check_jiffies(&self, explicit: Option<u64>) -> Result<(), String> {
+        if let (Some(j), Some((_, j0))) = (explicit, self.last_jiffies) {
+            let d = j.wrapping_sub(j0) as i64;
+            if d.unsigned_abs() >= 1 << 62 {
+                return Err(format!(
+                    "jiffies {j} after {j0}: a jump of 2^62 or more (the kernel's time_after compares differences below 2^63 only)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn jiffies_at(&mut self, t: u64, explicit: Option<u64>) -> Jiffies {
         if let Some(j) = explicit {
             self.last_jiffies = Some((t, j));
@@ -735,6 +752,7 @@ impl Replayer {
                 op.t, self.last_t
             ));
         }
+        self.check_jiffies(op.jiffies)?;
         self.fire_timers(op.t);
         self.last_t = op.t;
         let j = self.jiffies_at(op.t, op.jiffies);
@@ -757,6 +775,7 @@ impl Replayer {
                 op.t, self.last_t
             ));
         }
+        self.check_jiffies(op.jiffies)?;
         self.fire_timers(op.t);
         self.last_t = op.t;
         Ok(self.force_dispatch(op.t, op.jiffies, id))
