@@ -567,7 +567,7 @@ pub struct Replayer {
     /// When set (`kernel-trace compare`), the times at which the recorded kernel's
     /// scheduler timer actually ran: a due timer fires at the first of them not
     /// before its due time (less one jiffy of rounding) instead of exactly at expiry.
-    timer_runs: Option<Vec<u64>>,
+    timer_runs: Option<std::sync::Arc<[u64]>>,
 }
 
 impl fmt::Debug for Replayer {
@@ -713,7 +713,31 @@ impl Replayer {
     /// recorded run at or after its due time never fires.
     pub fn set_timer_runs(&mut self, mut runs: Vec<u64>) {
         runs.sort_unstable();
-        self.timer_runs = Some(runs);
+        self.timer_runs = Some(runs.into());
+    }
+
+    /// A copy of the replay in its current state (`None` if the scheduler cannot be
+    /// copied): [`crate::kernel_trace::compare`] asks a copy for each decision and
+    /// keeps the original to follow the kernel's choice, instead of replaying the
+    /// whole prefix after every disagreement.
+    pub fn try_clone(&self) -> Option<Replayer> {
+        Some(Replayer {
+            elevator: self.elevator.clone_box()?,
+            hz: self.hz,
+            nr_requests: self.nr_requests,
+            nr_cpus: self.nr_cpus,
+            rqs: self.rqs.clone(),
+            bios: self.bios.clone(),
+            merge: self.merge.clone(),
+            ids: self.ids.clone(),
+            merged_away: self.merged_away.clone(),
+            rev: self.rev.clone(),
+            free_tags: self.free_tags.clone(),
+            cgroups: self.cgroups.clone(),
+            last_t: self.last_t,
+            last_jiffies: self.last_jiffies,
+            timer_runs: self.timer_runs.clone(),
+        })
     }
 
     /// When a timer due at `due` fires.

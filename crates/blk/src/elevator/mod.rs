@@ -137,6 +137,12 @@ pub trait Elevator {
     /// Scheduler name as the kernel spells it (`mq-deadline`, `kyber`, `bfq`, `none`).
     fn name(&self) -> &'static str;
 
+    /// A copy of the scheduler in its current state, for replays that try a
+    /// decision and go back (`kernel-trace compare`); `None` if it cannot be copied.
+    fn clone_box(&self) -> Option<Box<dyn Elevator>> {
+        None
+    }
+
     /// `limit_depth`: the shallow depth for an allocation of this kind, or `None` for
     /// the full `nr_requests`.
     fn limit_depth(&self, _op: Op, _flags: ReqFlags) -> Option<u32> {

@@ -1400,6 +1400,9 @@ impl Bfq {
 }
 
 impl Elevator for Bfq {
+    fn clone_box(&self) -> Option<Box<dyn Elevator>> {
+        Some(Box::new(self.clone()))
+    }
     fn name(&self) -> &'static str {
         "bfq"
     }
