@@ -62,6 +62,12 @@ pub struct Header {
     /// `io.bfq.weight` of cgroups, by path (`"cgroup_weights": {"/a": 200}`;
     /// others have the default 100). Naming a cgroup here creates it.
     pub cgroup_weights: Vec<(String, u32)>,
+    /// `"follows_kernel": true`: the trace was converted from a kernel recording
+    /// (`kernel-trace compare --emit-conformance`). Its dispatch ops name the request
+    /// the kernel issued (`"kernel": ID`); the replay prints our choice and then
+    /// continues from the kernel's, and the completion of a request our insert merge
+    /// absorbed (the kernel did not merge it) is skipped, as `compare` does.
+    pub follows_kernel: bool,
 }
 
 impl Header {
@@ -77,6 +83,7 @@ impl Header {
             nr_requests: p.nr_requests,
             queue_depth: p.queue_depth,
             cgroup_weights: Vec::new(),
+            follows_kernel: false,
         }
     }
 
@@ -128,6 +135,9 @@ impl Header {
                 .map(|(p, w)| (p.clone(), Value::from(*w)))
                 .collect();
             m.insert("cgroup_weights".into(), Value::Object(w));
+        }
+        if self.follows_kernel {
+            m.insert("follows_kernel".into(), Value::from(true));
         }
         Value::Object(m).to_string()
     }
@@ -251,6 +261,8 @@ pub enum Line {
     Header(Header),
     /// An op.
     Op(TraceOp),
+    /// A dispatch op naming the request the kernel issued (`"kernel": ID`).
+    Follow(TraceOp, u64),
 }
 
 fn get_u64(m: &Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
@@ -320,6 +332,7 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
             "nr_requests",
             "queue_depth",
             "cgroup_weights",
+            "follows_kernel",
         ],
         "header",
     )?;
@@ -349,6 +362,7 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
     if let Some(r) = get_bool(m, "rotational")? {
         h.rotational = r;
     }
+    h.follows_kernel = get_bool(m, "follows_kernel")?.unwrap_or(false);
     if let Some(n) = get_u32(m, "nr_requests")? {
         // As queue_requests_store accepts it (see `blk::mq::MAX_SCHED_RQ`).
         if n == 0 || n > blk::mq::MAX_SCHED_RQ {
@@ -499,6 +513,17 @@ pub fn parse_line(text: &str, first: bool) -> Result<Line, String> {
         if m.contains_key("sched") {
             return Err("a second header line (only line 1 is a header)".into());
         }
+        if m.get("op").and_then(Value::as_str) == Some("dispatch") && m.contains_key("kernel") {
+            let mut rest = m.clone();
+            let k = rest
+                .remove("kernel")
+                .and_then(|v| v.as_u64())
+                .ok_or_else(|| {
+                    "field 'kernel' must be the id the kernel issued (a non-negative integer)"
+                        .to_string()
+                })?;
+            return parse_op(&rest).map(|op| Line::Follow(op, k));
+        }
         parse_op(m).map(Line::Op)
     }
 }
@@ -556,7 +581,9 @@ pub struct Replayer {
     ids: HashMap<u64, Slot>,
     /// Trace ids absorbed by insert merges, with the id they merged into; a later
     /// `complete` of one of them is an error (the kernel freed that request).
-    merged_away: HashMap<u64, u64>,
+    /// Shared between copies ([`Replayer::try_clone`]) until one changes it: it
+    /// grows with the trace, the rest of the state with the requests live.
+    merged_away: std::sync::Arc<HashMap<u64, u64>>,
     /// RqId index → trace id.
     rev: Vec<Option<u64>>,
     /// Free scheduler tags (lowest first when taken).
@@ -611,7 +638,7 @@ impl Replayer {
             bios: BioArena::new(),
             merge: MergeState::default(),
             ids: HashMap::new(),
-            merged_away: HashMap::new(),
+            merged_away: Default::default(),
             rev: Vec::new(),
             free_tags: (0..params.nr_requests).rev().collect(),
             cgroups,
@@ -858,7 +885,9 @@ impl Replayer {
         }
         self.rev[rid.index()] = Some(ins.id);
         self.ids.insert(ins.id, Slot::Queued(rid));
-        self.merged_away.remove(&ins.id);
+        if self.merged_away.contains_key(&ins.id) {
+            std::sync::Arc::make_mut(&mut self.merged_away).remove(&ins.id);
+        }
         let at_head = ins.at_head;
         self.with_ctx(t, j, |e, ctx| {
             e.prepare_request(ctx, rid);
@@ -893,7 +922,7 @@ impl Replayer {
                     .and_then(|a| self.rev.get(a.index()).copied().flatten())
                     .or_else(|| self.owner_of_bio_of(tid))
                     .unwrap_or(tid);
-                self.merged_away.insert(tid, into);
+                std::sync::Arc::make_mut(&mut self.merged_away).insert(tid, into);
             }
         }
     }
@@ -1041,16 +1070,50 @@ pub fn replay_str(text: &str, file: &str) -> Result<Vec<Dispatched>, ReplayError
         message,
     };
     let mut replayer: Option<Replayer> = None;
+    let mut follows_kernel = false;
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         match parse_line(raw, replayer.is_none()).map_err(|m| err(n, m))? {
             Line::Blank => {}
-            Line::Header(h) => replayer = Some(Replayer::new(&h).map_err(|m| err(n, m))?),
+            Line::Header(h) => {
+                follows_kernel = h.follows_kernel;
+                replayer = Some(Replayer::new(&h).map_err(|m| err(n, m))?);
+            }
             Line::Op(op) => {
                 let r = replayer.as_mut().expect("header parsed first");
+                if let OpKind::Complete { id, .. } = op.kind {
+                    if follows_kernel && r.is_merged_away(id) {
+                        continue;
+                    }
+                }
                 if let Some(id) = r.apply(&op).map_err(|m| err(n, m))? {
                     out.push(Dispatched { t: op.t, id });
+                }
+            }
+            Line::Follow(op, k) => {
+                let r = replayer.as_mut().expect("header parsed first");
+                if !follows_kernel {
+                    return Err(err(
+                        n,
+                        "field 'kernel' needs \"follows_kernel\": true in the header".into(),
+                    ));
+                }
+                // Ask a copy, then take the kernel's choice: one decision at a time,
+                // each in the state the kernel's earlier ones led to.
+                let mut probe = r
+                    .try_clone()
+                    .ok_or_else(|| err(n, "this scheduler cannot be copied".into()))?;
+                let ours = probe.apply(&op).map_err(|m| err(n, m))?.flatten();
+                out.push(Dispatched { t: op.t, id: ours });
+                if r.is_queued(k) && !r.apply_forced(&op, k).map_err(|m| err(n, m))? {
+                    return Err(err(
+                        n,
+                        format!(
+                            "scheduler '{}' cannot be forced to request {k}",
+                            r.elevator().name()
+                        ),
+                    ));
                 }
             }
         }
