@@ -308,6 +308,20 @@ impl Doc {
         if v <= 0.0 {
             return Err(self.err(key, format!("{v} must be greater than zero")));
         }
+        // Rates are divisors: below 1 kB/s one command would take longer than any
+        // limit on time allows (and the division overflows); other positive numbers
+        // stop at 10^-9 of their unit.
+        let (min, why) = if key.ends_with("_mb_s") {
+            (
+                1e-3,
+                "MB/s (1 kB/s: slower links take longer than 1000 s per command)",
+            )
+        } else {
+            (1e-9, "(smaller values are no device's)")
+        };
+        if v < min {
+            return Err(self.err(key, format!("{v} is out of range: at least {min:e} {why}")));
+        }
         Ok(v)
     }
 

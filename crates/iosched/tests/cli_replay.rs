@@ -101,10 +101,13 @@ fn kernel_trace_compare_and_emit() {
     assert_eq!(r.stdout, std::fs::read(&exp).unwrap());
     let text = std::fs::read_to_string(&conf).unwrap();
     assert!(
-        text.starts_with("{\"sched\":\"none\",\"tunables\":{},\"hz\":250}\n"),
+        text.starts_with(
+            "{\"sched\":\"none\",\"tunables\":{},\"hz\":250,\"follows_kernel\":true}\n"
+        ),
         "{text}"
     );
     assert!(text.contains("\"jiffies\":1000,"), "{text}");
+    assert!(text.contains("\"op\":\"dispatch\",\"kernel\":"), "{text}");
     for f in [p, conf, exp] {
         std::fs::remove_file(f).ok();
     }

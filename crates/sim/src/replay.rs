@@ -405,6 +405,14 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
 fn parse_op(m: &Map<String, Value>) -> Result<TraceOp, String> {
     let op = get_str(m, "op")?.ok_or("missing field 'op'")?;
     let t = require(get_u64(m, "t")?, "t", op)?;
+    // Room for the schedulers' own arithmetic on times (deadlines, slices, idle
+    // timers) without overflow.
+    const MAX_T: u64 = 1 << 62;
+    if t > MAX_T {
+        return Err(format!(
+            "field 't' must be at most {MAX_T} ns (2^62, about 146 years), got {t}"
+        ));
+    }
     let jiffies = get_u64(m, "jiffies")?;
     let kind = match op {
         "insert" => {

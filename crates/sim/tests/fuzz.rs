@@ -10,7 +10,7 @@
 //! fine) without panicking, within a time limit, and without its heap growing past a
 //! limit (a counting global allocator in this test binary).
 //!
-//! The normal test run does `IOSCHED_FUZZ_CASES` cases per kind (default 400) from a
+//! The normal test run does `IOSCHED_FUZZ_CASES` cases per kind (default 2000) from a
 //! fixed seed. The long mode runs until `IOSCHED_FUZZ_SECS` seconds have passed
 //! (default one hour), with a seed from `IOSCHED_FUZZ_SEED` or the clock:
 //!
@@ -258,13 +258,17 @@ fn sched_trace(text: &str) {
     let _ = sim::replay::replay_to_string(text, "fuzz.jsonl");
 }
 
-fn kernel_recording(text: &str) {
-    for sched in ["mq-deadline", "kyber", "bfq", "none"] {
+/// The schedulers a recording is compared against, one per case.
+const SCHEDS: [&str; 4] = ["mq-deadline", "kyber", "bfq", "none"];
+
+fn kernel_recording(text: &str, sched: &str) {
+    {
         let Ok((kt, _, conv)) =
             sim::kernel_trace::try_load(text, sched, None, sim::kernel_trace::Malformed::Skip)
         else {
-            continue;
+            return;
         };
+        let _ = sim::replay::replay_to_string(&conv.to_trace_text(), "emitted.jsonl");
         let _ = conv.to_trace_text();
         // Only short recordings are compared: a rebuild per disagreement.
         if kt.events.len() <= 600 {
@@ -393,7 +397,7 @@ fn kinds() -> Vec<Kind> {
     .map(|f| {
         read(&r.join("crates/sim/tests/data/kernel").join(f))
             .lines()
-            .take(400)
+            .take(250)
             .collect::<Vec<_>>()
             .join("\n")
     })
@@ -506,6 +510,7 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
         Budget::Until(t) => Instant::now() < t && !k.is_empty(),
     };
     let mut counts = [0u64; 7];
+    let mut spent = [Duration::ZERO; 7];
     loop {
         let mut any = false;
         for (ki, k) in kinds.iter().enumerate() {
@@ -516,14 +521,17 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
             let s = &k.seeds[rng.gen_range(0..k.seeds.len())];
             let input = mutate(&mut rng, s);
             let text = String::from_utf8_lossy(&input).into_owned();
-            let f: fn(&str) = match k.name {
-                "fio-job" => fio_job,
-                "fio-cmdline" => fio_cmdline,
-                "sched-trace" => sched_trace,
-                "kernel-recording" => kernel_recording,
-                _ => device_profile,
+            let sched = SCHEDS[rng.gen_range(0..SCHEDS.len())];
+            let f: Box<dyn FnOnce(&str) + Send> = match k.name {
+                "fio-job" => Box::new(fio_job),
+                "fio-cmdline" => Box::new(fio_cmdline),
+                "sched-trace" => Box::new(sched_trace),
+                "kernel-recording" => Box::new(move |t: &str| kernel_recording(t, sched)),
+                _ => Box::new(device_profile),
             };
+            let t0 = Instant::now();
             check(k.name, seed, counts[ki], &input, move || f(&text));
+            spent[ki] += t0.elapsed();
             counts[ki] += 1;
             total += 1;
         }
@@ -541,9 +549,11 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
                     .unwrap_or_else(|| "atlas_III.parv".into());
                 let input = mutate(&mut rng, text);
                 let (ds2, name2, input2) = (ds.clone(), name.clone(), input.clone());
+                let t0 = Instant::now();
                 check("disksim-drive", seed, counts[5], &input, move || {
                     disksim_drive(&ds2, &name2, &input2, &parv)
                 });
+                spent[5] += t0.elapsed();
                 counts[5] += 1;
                 total += 1;
             }
@@ -555,9 +565,11 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
                 let input = mutate(&mut rng, s);
                 let text = String::from_utf8_lossy(&input).into_owned();
                 let disk = atlas.clone();
+                let t0 = Instant::now();
                 check("validate-trace", seed, counts[6], &input, move || {
                     validate_trace(&text, &disk)
                 });
+                spent[6] += t0.elapsed();
                 counts[6] += 1;
                 total += 1;
             }
@@ -567,6 +579,13 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
         }
     }
     let _ = std::panic::take_hook();
+    let names = kinds
+        .iter()
+        .map(|k| k.name)
+        .chain(["disksim-drive", "validate-trace"]);
+    for ((name, n), t) in names.zip(counts).zip(spent) {
+        eprintln!("fuzz: {name}: {n} cases in {t:.1?}");
+    }
     total
 }
 
@@ -576,7 +595,7 @@ fn env_u64(name: &str) -> Option<u64> {
 
 #[test]
 fn fuzz_every_input_kind() {
-    let cases = env_u64("IOSCHED_FUZZ_CASES").unwrap_or(400);
+    let cases = env_u64("IOSCHED_FUZZ_CASES").unwrap_or(2000);
     let seed = env_u64("IOSCHED_FUZZ_SEED").unwrap_or(14);
     let n = campaign(seed, Budget::Cases(cases));
     assert!(n >= cases * 5, "only {n} cases ran");
