@@ -676,6 +676,7 @@ impl Hdd {
             max_segments: 168,
             nr_hw_queues: 1,
             default_scheduler: "mq-deadline",
+            completion: crate::CompletionCpu::Vector,
         };
         let segments = vec![Segment::default(); p.cache_segments as usize];
         Hdd {

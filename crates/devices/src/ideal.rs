@@ -132,6 +132,7 @@ impl Ideal {
             } else {
                 "none"
             },
+            completion: crate::CompletionCpu::Vector,
         };
         Ideal {
             per_queue: vec![0; p.nr_hw_queues.max(1) as usize],

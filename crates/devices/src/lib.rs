@@ -21,6 +21,7 @@ pub mod disksim;
 mod extents;
 pub mod hdd;
 pub mod ideal;
+pub mod null;
 pub mod nvme;
 pub mod profile;
 pub mod raid0;
@@ -55,6 +56,22 @@ pub struct DeviceInfo {
     /// The scheduler the kernel would attach by default (`mq-deadline` for single-queue
     /// devices, `none` for multi-queue ones).
     pub default_scheduler: &'static str,
+    /// Where completions are signalled (what a host model charges for them).
+    pub completion: CompletionCpu,
+}
+
+/// Where a device signals completions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionCpu {
+    /// An interrupt on the CPU its hardware queue's vector targets (the queue's
+    /// first CPU), as NVMe and AHCI do.
+    Vector,
+    /// On the submitting CPU (null_blk): through an interrupt there (`irq`, the
+    /// timer mode) or none (completion in `queue_rq` or by softirq).
+    Submitter {
+        /// A timer interrupt signals the completion.
+        irq: bool,
+    },
 }
 
 /// A device model; see the crate docs.
@@ -97,6 +114,8 @@ pub struct Profile {
 pub enum ProfileKind {
     /// An [`ideal::Ideal`] device.
     Ideal(ideal::IdealParams),
+    /// A [`null::Null`] device (null_blk).
+    Null(null::NullParams),
     /// A [`hdd::Hdd`] disk.
     Hdd(hdd::HddParams),
     /// A [`ssd::Flash`] SSD (SATA or NVMe).
@@ -112,6 +131,7 @@ impl Profile {
     pub fn build(&self) -> Box<dyn Device> {
         match &self.kind {
             ProfileKind::Ideal(p) => Box::new(ideal::Ideal::new(&self.name, p.clone())),
+            ProfileKind::Null(p) => Box::new(null::Null::new(&self.name, p.clone())),
             ProfileKind::Hdd(p) => Box::new(hdd::Hdd::new(&self.name, p.clone())),
             ProfileKind::Flash(p) => Box::new(ssd::Flash::new(&self.name, p.clone())),
             ProfileKind::Raid0(p) => Box::new(raid0::Raid0::new(&self.name, p.clone())),
@@ -124,6 +144,7 @@ impl Profile {
     pub fn model(&self) -> &'static str {
         match &self.kind {
             ProfileKind::Ideal(_) => "ideal",
+            ProfileKind::Null(_) => "null",
             ProfileKind::Hdd(_) => "hdd",
             ProfileKind::Flash(_) => "ssd",
             ProfileKind::Raid0(_) => "raid0",
@@ -134,6 +155,7 @@ impl Profile {
     pub fn params(&self) -> Vec<ParamInfo> {
         match &self.kind {
             ProfileKind::Ideal(p) => p.describe(),
+            ProfileKind::Null(p) => p.describe(),
             ProfileKind::Hdd(p) => p.describe(),
             ProfileKind::Flash(p) => p.describe(),
             ProfileKind::Raid0(p) => p.describe(),
@@ -159,6 +181,8 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../profiles/raid0-2x-mg04aca400n.toml"),
     ),
     ("ssd-sata.toml", include_str!("../profiles/ssd-sata.toml")),
+    ("nullb.toml", include_str!("../profiles/nullb.toml")),
+    ("nullb-mq.toml", include_str!("../profiles/nullb-mq.toml")),
     (
         "nvme-600p-128g.toml",
         include_str!("../profiles/nvme-600p-128g.toml"),
@@ -229,11 +253,14 @@ pub fn parse_profile(
         "ssd" => ProfileKind::Flash(ssd::FlashParams::from_doc(&mut d)?),
         "raid0" => ProfileKind::Raid0(raid0::Raid0Params::from_doc(&mut d, lookup)?),
         "ideal" => ProfileKind::Ideal(ideal::IdealParams::from_doc(&mut d)?),
+        "null" => ProfileKind::Null(null::NullParams::from_doc(&mut d)?),
         "hdd-table" => ProfileKind::HddTable(Box::new(disksim::TableParams::from_doc(&mut d)?)),
         other => {
             return Err(d.err(
                 "model",
-                format!("unknown model '{other}': expected hdd, hdd-table, ssd, raid0 or ideal"),
+                format!(
+                    "unknown model '{other}': expected hdd, hdd-table, ssd, raid0, ideal or null"
+                ),
             ))
         }
     };

@@ -279,6 +279,7 @@ impl Raid0 {
             max_segments: 128,
             nr_hw_queues: 1,
             default_scheduler: "mq-deadline",
+            completion: crate::CompletionCpu::Vector,
         };
         let bio = Bio {
             op: Op::Read,

@@ -365,6 +365,7 @@ impl Flash {
             } else {
                 "none"
             },
+            completion: crate::CompletionCpu::Vector,
         };
         Flash {
             units,

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "iosched", version, about, long_about = None)]
 #[command(
-    after_help = "Examples:\n  iosched run examples/randread-4k.fio\n  iosched fio --name=r --rw=randread --bs=4k --size=1g --direct=1 --ioengine=libaio --iodepth=32\n  iosched schedulers\n  iosched devices"
+    after_help = "Examples:\n  iosched run examples/randread-4k.fio\n  iosched fio --name=r --rw=randread --bs=4k --size=1g --direct=1 --ioengine=libaio --iodepth=32\n  iosched schedulers\n  iosched devices\n  iosched hosts"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,6 +30,8 @@ enum Command {
     Devices(cmd::devices::Args),
     /// List schedulers with their tunables and variants.
     Schedulers(cmd::schedulers::Args),
+    /// List host profiles: CPUs, what each step of an I/O costs, locks.
+    Hosts(cmd::hosts::Args),
     /// Run one job under several settings and compare the results side by side.
     Compare(cmd::compare::Args),
     /// Measure simulator speed and memory on built-in workloads.
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Command::Fio(a) => cmd::fio::run(a),
         Command::Devices(a) => cmd::devices::run(a),
         Command::Schedulers(a) => cmd::schedulers::run(a),
+        Command::Hosts(a) => cmd::hosts::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Replay(a) => cmd::replay::run(a),

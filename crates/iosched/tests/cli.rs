@@ -185,7 +185,15 @@ fn listings_describe_everything() {
         s.contains("ideal:") && s.contains("latency") && s.contains("ns"),
         "{s}"
     );
-    for sub in ["run", "fio", "compare", "devices", "schedulers", "bench"] {
+    for sub in [
+        "run",
+        "fio",
+        "compare",
+        "devices",
+        "schedulers",
+        "hosts",
+        "bench",
+    ] {
         let o = iosched(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");
         assert!(
@@ -802,4 +810,73 @@ fn bench_option_errors() {
         &iosched(&["bench", "--sched", "none", "--queued", "0"]),
         &["--queued"],
     );
+}
+
+#[test]
+fn hosts_lists_every_host_with_its_costs() {
+    let o = iosched(&["hosts"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    for name in [
+        "x86-server (default)",
+        "kunpeng920",
+        "laptop-4c",
+        "ryzen-7950x",
+        "free",
+    ] {
+        assert!(s.contains(name), "{name} missing: {s}");
+    }
+    assert!(s.contains("dd_dispatch_ns") && s.contains("waiter_ns") && s.contains("lock_lines"));
+    let o = iosched(&["hosts", "kunpeng920"]);
+    assert!(stdout(&o).contains("possible_cpus") && stdout(&o).contains("128"));
+}
+
+#[test]
+fn the_host_is_named_in_the_report_and_fills_the_cpu_line() {
+    let f = job_file("host.fio", SMALL);
+    let o = iosched(&["run", &f, "--host", "laptop-4c"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("host=laptop-4c cpus=8"), "{s}");
+    assert!(s.contains("Host CPUs (8)"), "{s}");
+    let cpu = s.lines().find(|l| l.contains("cpu          :")).unwrap();
+    assert!(!cpu.contains("usr=0.00%, sys=0.00%, ctx=0"), "{cpu}");
+    let o = iosched(&["run", &f, "--host", "free", "--output-format=json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["ctx"], 0);
+    let o = iosched(&["run", &f, "--output-format=json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["jobs"][0]["sys_cpu"].as_f64().unwrap() > 0.0);
+    assert!(v["jobs"][0]["ctx"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn bad_hosts_are_refused_with_file_and_line() {
+    let f = job_file("h.fio", SMALL);
+    assert_bad(
+        &iosched(&["run", &f, "--host", "cray-1"]),
+        &["unknown host 'cray-1'"],
+    );
+    let good = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../host/profiles/x86-server.toml"
+    ))
+    .unwrap();
+    let line = good.lines().position(|l| l.starts_with("tag_ns")).unwrap() + 1;
+    let bad = job_file("bad-host.toml", &good.replace("tag_ns = ", "tag_ns = -"));
+    assert_bad(
+        &iosched(&["run", &f, "--host-file", &bad]),
+        &[&format!("bad-host.toml:{line}"), "tag_ns"],
+    );
+    assert_bad(&iosched(&["hosts", "--host-file", &bad]), &["tag_ns"]);
+    let missing = job_file("missing.toml", &good.replace("irq_ns", "#irq_ns"));
+    assert_bad(
+        &iosched(&["run", &f, "--host-file", &missing]),
+        &["irq_ns", "missing"],
+    );
+    assert_bad(
+        &iosched(&["run", &f, "--host", "x86-server", "--submit-ns", "100"]),
+        &["--submit-ns applies to --host free"],
+    );
+    assert_bad(&iosched(&["run", &f, "--cpus", "0"]), &["--cpus 0"]);
 }

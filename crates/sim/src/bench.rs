@@ -95,8 +95,31 @@ impl BenchResult {
 }
 
 /// Run `w` for `simulated_ms` of virtual time against its device profile
-/// (`w.device`, a built-in profile name).
+/// (`w.device`, a built-in profile name), on the free host with submissions
+/// that cost nothing: the event engine's own speed.
 pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
+    let free = host::host("free").expect("the free host is built in");
+    run_with(w, simulated_ms, &free, 0)
+}
+
+/// [`run`] on `host`, as `iosched run --host` would: 8 CPUs, io_uring
+/// submissions (on the free host, costing the engine's `--submit-ns` default).
+pub fn run_on(w: &Workload, simulated_ms: u64, host: &host::HostProfile) -> BenchResult {
+    let engine = crate::fio::IoEngine::IoUring;
+    let submit_cost_ns = match &host.cpus {
+        Some(h) => crate::runner::host_submit_ns(&h.costs, engine, false),
+        None => crate::runner::default_submit_cost_ns(engine),
+    };
+    run_with(w, simulated_ms, host, submit_cost_ns)
+}
+
+fn run_with(
+    w: &Workload,
+    simulated_ms: u64,
+    host: &host::HostProfile,
+    submit_cost_ns: u64,
+) -> BenchResult {
+    let engine = crate::fio::IoEngine::IoUring;
     let simulated_ms = simulated_ms * w.time_scale.max(1);
     let jobs = (0..w.jobs)
         .map(|i| JobConfig {
@@ -114,6 +137,8 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
             seed: 42 + i as u64,
             random_dist: crate::job::RandomDist::Random,
             fadvise: crate::pagecache::Advice::Normal,
+            engine,
+            submit_cost_ns,
             ..JobConfig::default()
         })
         .collect();
@@ -122,6 +147,7 @@ pub fn run(w: &Workload, simulated_ms: u64) -> BenchResult {
         .build();
     let cfg = SimConfig {
         scheduler: w.scheduler.to_string(),
+        host: host.clone(),
         ..Default::default()
     };
     let sim = Simulation::new(&cfg, dev, jobs).expect("built-in workload is valid");

@@ -49,8 +49,16 @@ pub struct JobConfig {
     pub depth: u32,
     /// The engine is asynchronous: fio reports submission latency.
     pub async_engine: bool,
-    /// CPU the clone runs on (its software queue).
+    /// CPU the clone runs on (its software queue); with a host model, the CPU its
+    /// thread starts on.
     pub cpu: u32,
+    /// CPUs the clone's thread may run on (fio `cpus_allowed`; with
+    /// `cpus_allowed_policy=split`, one); empty: any CPU.
+    pub cpus_allowed: Vec<u32>,
+    /// The I/O engine (what a submission costs on a host model).
+    pub engine: crate::fio::IoEngine,
+    /// io_uring's registered buffers (`fixedbufs`): no page pinning per I/O.
+    pub fixedbufs: bool,
     /// Task id (one per clone, as BFQ keys its queues by process).
     pub pid: u32,
     /// I/O priority.
@@ -120,6 +128,9 @@ impl Default for JobConfig {
             depth: 1,
             async_engine: false,
             cpu: 0,
+            cpus_allowed: Vec::new(),
+            engine: crate::fio::IoEngine::Psync,
+            fixedbufs: false,
             pid: 1000,
             ioprio: IoPrio::default(),
             cgroup: CgroupId(0),

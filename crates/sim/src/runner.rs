@@ -39,12 +39,15 @@ pub struct RunOptions {
     /// effect on the statistics (fio's sampling windows) stays, but no file is
     /// written.
     pub write_logs: bool,
+    /// The host (`--host`): its CPUs and costs, or the free host.
+    pub host: host::HostProfile,
 }
 
 impl RunOptions {
-    /// Options for a run on `device` as the command line gives them by default:
-    /// the job's own scheduler, no settings, seed 1, HZ 250, 8 CPUs, the engines'
-    /// submission costs, logs written, report time 0 (the epoch).
+    /// Options for a run on `device`: the job's own scheduler, no settings, seed 1,
+    /// HZ 250, 8 CPUs, the free host with the engines' submission costs, logs
+    /// written, report time 0 (the epoch). (The command line's default host is
+    /// [`host::DEFAULT_HOST`]; [`RunOptions::with_host`] sets one.)
     pub fn new(device: Profile) -> RunOptions {
         RunOptions {
             device,
@@ -56,7 +59,17 @@ impl RunOptions {
             epoch_secs: 0,
             submit_ns: None,
             write_logs: true,
+            host: host::host("free").expect("the free host is built in"),
         }
+    }
+
+    /// The same options on `host`, with its CPU count.
+    pub fn with_host(mut self, host: host::HostProfile) -> RunOptions {
+        if let Some(h) = &host.cpus {
+            self.nr_cpus = h.nr_cpus;
+        }
+        self.host = host;
+        self
     }
 }
 
@@ -74,6 +87,16 @@ pub fn default_submit_cost_ns(engine: crate::fio::IoEngine) -> u64 {
         E::Posixaio => 4_000,
         E::Psync | E::Sync | E::Pvsync | E::Pvsync2 => 1_500,
     }
+}
+
+/// A host's CPU time per I/O before the block layer: fio's own work, the system call
+/// and the engine's (what the submission item of the host model costs per I/O).
+pub fn host_submit_ns(
+    c: &host::profile::Costs,
+    engine: crate::fio::IoEngine,
+    fixedbufs: bool,
+) -> u64 {
+    c.fio_io_ns + c.syscall_ns + host::profile::engine_io_ns(c, engine.host_kind(), fixedbufs)
 }
 
 /// Errors that stop a run before it starts.
@@ -180,8 +203,20 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         scheduler: scheduler.clone(),
         hz: opts.hz,
         nr_cpus: opts.nr_cpus,
+        host: opts.host.clone(),
         ..Default::default()
     };
+    if let Some(h) = &opts.host.cpus {
+        // The page copy is a host cost; `--set vm.page_copy_ns` still overrides it.
+        sim.vm.page_copy_ns = h.costs.page_copy_ns;
+        if opts.submit_ns.is_some() {
+            return Err(RunError::Setting(format!(
+                "--submit-ns applies to --host free only; host '{}' prices each step of a \
+                 submission itself (change its costs with --host-file)",
+                opts.host.name
+            )));
+        }
+    }
     for (ns, name, value) in &opts.settings {
         if ns == "blk" {
             apply_blk_setting(&mut sim, &info, name, value)?;
@@ -455,18 +490,31 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             target(LogKind::Clat, &lo.lat_prefix, lo.disable_clat);
             target(LogKind::Bw, &lo.bw_prefix, false);
             target(LogKind::Iops, &lo.iops_prefix, false);
+            let nr_cpus = opts.nr_cpus.max(1);
             let cpu = match &spec.cpus_allowed {
-                Some(list) if !list.is_empty() => {
-                    list[c as usize % list.len()] % opts.nr_cpus.max(1)
-                }
+                Some(list) if !list.is_empty() => list[c as usize % list.len()] % nr_cpus,
                 _ => {
-                    let cpu = cpu_rr % opts.nr_cpus.max(1);
+                    let cpu = cpu_rr % nr_cpus;
                     cpu_rr += 1;
                     cpu
                 }
             };
+            // Where the kernel may run the clone's thread: its one CPU with
+            // `split`, else the whole set (or every CPU).
+            let cpus_allowed = match &spec.cpus_allowed {
+                Some(list) if !list.is_empty() && !spec.cpus_allowed_split => {
+                    let mut v: Vec<u32> = list.iter().map(|c| c % nr_cpus).collect();
+                    v.dedup();
+                    v
+                }
+                Some(list) if !list.is_empty() => vec![cpu],
+                _ => (0..nr_cpus).collect(),
+            };
             let base = spec.randseed.unwrap_or(0);
             clones.push(JobConfig {
+                cpus_allowed,
+                engine: spec.ioengine,
+                fixedbufs: spec.fixedbufs && spec.ioengine == crate::fio::IoEngine::IoUring,
                 name: spec.name.clone(),
                 job_index: k as u32,
                 group: barrier,
@@ -528,9 +576,14 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                     _ if spec.rw.is_random() => Advice::Random,
                     _ => Advice::Sequential,
                 },
-                submit_cost_ns: opts
-                    .submit_ns
-                    .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
+                submit_cost_ns: match &opts.host.cpus {
+                    // On a host model the thread's work before the lock (fio, the
+                    // system call, the engine) is what fio sees as slat.
+                    Some(h) => host_submit_ns(&h.costs, spec.ioengine, spec.fixedbufs),
+                    None => opts
+                        .submit_ns
+                        .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
+                },
                 thinktime: spec.thinktime,
                 rate: spec.rate,
             });
@@ -932,6 +985,15 @@ pub fn run(
             }
         }
     }
+    if let Some(h) = &summary.host {
+        for (st, t) in col.stats.iter_mut().zip(&h.jobs) {
+            if let Some(st) = st.as_mut() {
+                st.usr_ns = t.usr;
+                st.sys_ns = t.sys;
+                st.ctx = t.nvcsw + t.nivcsw;
+            }
+        }
+    }
     if let Some(e) = col.log_error.take() {
         return Err(e.into());
     }
@@ -960,14 +1022,23 @@ pub fn run(
         .collect::<Vec<_>>()
         .join(" ");
     report.header.push(format!(
-        "iosched: device={} scheduler={} hz={} seed={} submit_ns={}",
+        "iosched: device={} scheduler={} hz={} seed={} host={} cpus={}{}",
         opts.device.name,
         plan.scheduler,
         opts.hz,
         opts.seed,
-        opts.submit_ns
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "engine-default".into())
+        opts.host.name,
+        opts.nr_cpus,
+        if opts.host.is_free() {
+            format!(
+                " submit_ns={}",
+                opts.submit_ns
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "engine-default".into())
+            )
+        } else {
+            String::new()
+        }
     ));
     if !tun_text.is_empty() {
         report
@@ -1100,6 +1171,10 @@ pub fn run(
             report.footer.push(format!("  {k}: {v}"));
         }
     }
+    let host_json = summary
+        .host
+        .as_ref()
+        .map(|h| host_footer(&mut report, h, summary.end));
     report.extra = Some(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "device": opts.device.name,
@@ -1113,6 +1188,9 @@ pub fn run(
         "flush_ticks": summary.disk.flush_ticks_ns / 1_000_000,
         "ignored_options": ignored,
         "scheduler_stats": summary.sched_stats.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "host": opts.host.name,
+        "cpus": opts.nr_cpus,
+        "host_stats": host_json,
     }));
     if interrupted {
         if let Some(serde_json::Value::Object(m)) = &mut report.extra {
@@ -1120,6 +1198,70 @@ pub fn run(
         }
     }
     Ok(report)
+}
+
+/// The host's lines of the report (CPU time by kind, the scheduler's lock) and the
+/// same figures for the JSON report.
+fn host_footer(
+    report: &mut RunReport,
+    h: &crate::simulate::HostSummary,
+    end: Ns,
+) -> serde_json::Value {
+    let wall = end.0.max(1) as f64 * h.cpus.len().max(1) as f64;
+    let sum = |f: fn(&host::cpu::CpuTime) -> u64| h.cpus.iter().map(f).sum::<u64>();
+    let (usr, sys, irq, spin) = (
+        sum(|c| c.usr),
+        sum(|c| c.sys),
+        sum(|c| c.irq),
+        sum(|c| c.spin),
+    );
+    let pct = |x: u64| 100.0 * x as f64 / wall;
+    report.footer.push(format!(
+        "Host CPUs ({}): usr={:.2}%, sys={:.2}%, irq={:.2}%, idle={:.2}% (of which spinning on locks: {:.2}%)",
+        h.cpus.len(),
+        pct(usr),
+        pct(sys),
+        pct(irq),
+        (100.0 - pct(usr + sys + irq)).max(0.0),
+        pct(spin)
+    ));
+    let locks: Vec<serde_json::Value> = h
+        .locks
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let contention = if l.acquired == 0 {
+                0.0
+            } else {
+                100.0 * l.contended as f64 / l.acquired as f64
+            };
+            report.footer.push(format!(
+                "  scheduler lock {i}: acquired={}, contended={} ({contention:.1}%), wait={} us, held={} us ({:.1}% of the run), most spinning at once={}",
+                l.acquired,
+                l.contended,
+                l.wait_ns / 1000,
+                l.held_ns / 1000,
+                100.0 * l.held_ns as f64 / end.0.max(1) as f64,
+                l.max_waiters
+            ));
+            json!({
+                "acquired": l.acquired,
+                "contended": l.contended,
+                "contention_pct": contention,
+                "wait_ns": l.wait_ns,
+                "held_ns": l.held_ns,
+                "max_waiters": l.max_waiters,
+            })
+        })
+        .collect();
+    json!({
+        "usr_ns": usr,
+        "sys_ns": sys,
+        "irq_ns": irq,
+        "spin_ns": spin,
+        "cpu_ns": wall as u64,
+        "locks": locks,
+    })
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ use blk::{Bio, Ns, Op, ReqFlags, RqId, Sector};
 use devices::Device;
 use std::collections::BTreeMap;
 
+mod host_path;
+
 /// What the simulation reports as it runs.
 pub trait IoObserver {
     /// Clone `job` started at `now`.
@@ -70,6 +72,10 @@ enum Ev {
     ThrottleDone(usize, u32, bool),
     /// The flusher's delayed wake-up (`wb->dwork`).
     FlusherWake,
+    /// Host model: a CPU's item (or slice) ends (CPU, generation).
+    Cpu(u32, u64),
+    /// Host model: a lock is handed to its first waiter.
+    LockGrant(usize),
 }
 
 /// `MAX_PAUSE`: the longest a writer sleeps in one `balance_dirty_pages` round
@@ -199,6 +205,8 @@ pub struct SimConfig {
     pub vm: VmConfig,
     /// `queue/read_ahead_kb` (default 128: `VM_READAHEAD_PAGES`).
     pub read_ahead_kb: u32,
+    /// The host: its CPUs and costs, or the free host.
+    pub host: host::HostProfile,
 }
 
 impl Default for SimConfig {
@@ -216,6 +224,7 @@ impl Default for SimConfig {
             cgroups: blk::CgroupTable::new(),
             vm: VmConfig::default(),
             read_ahead_kb: 128,
+            host: host::host("free").expect("the free host is built in"),
         }
     }
 }
@@ -242,6 +251,19 @@ pub struct RunSummary {
     pub disk: DiskStats,
     /// The scheduler's debugfs counters.
     pub sched_stats: Vec<(String, String)>,
+    /// What the host did, with a host model.
+    pub host: Option<HostSummary>,
+}
+
+/// The host's accounting at the end of a run.
+#[derive(Clone, Debug, Default)]
+pub struct HostSummary {
+    /// Per job clone: its thread's user and system time and context switches.
+    pub jobs: Vec<host::cpu::ThreadTime>,
+    /// Per CPU: where its time went.
+    pub cpus: Vec<host::cpu::CpuTime>,
+    /// The scheduler's locks (one, one per hctx, or none).
+    pub locks: Vec<host::lock::LockStats>,
 }
 
 /// One simulation: a queue with its scheduler, a device, and the job clones.
@@ -283,6 +305,8 @@ pub struct Simulation {
     page_readers: BTreeMap<u64, Vec<usize>>,
     /// Read bios in flight: first page → pages.
     read_bios: BTreeMap<u64, u64>,
+    /// The host model (`None`: the free host).
+    host: Option<host_path::HostState>,
 }
 
 impl Simulation {
@@ -342,6 +366,11 @@ impl Simulation {
             events.push(Ns::ZERO, Ev::GroupStart(*g));
         }
         let nr_jobs = jobs.len();
+        let host = cfg
+            .host
+            .cpus
+            .as_ref()
+            .map(|h| host_path::HostState::new(h, cfg.nr_cpus, &queue, &jobs, info.completion));
         let max_sectors = queue.config().limits.max_sectors as u64;
         let ras = jobs
             .iter()
@@ -378,6 +407,7 @@ impl Simulation {
             group_left,
             batch: Vec::new(),
             deliver_armed: false,
+            host,
         })
     }
 
@@ -425,9 +455,27 @@ impl Simulation {
                     if self.run_armed == Some(now) {
                         self.run_armed = None;
                     }
-                    let dev: &mut dyn blk::mq::Driver = self.device.as_mut();
-                    self.queue.run(now, dev);
+                    if self.host.is_some() {
+                        if self.queue.next_run().is_some_and(|t| t <= now) {
+                            self.host_kblockd(now);
+                        }
+                    } else {
+                        let dev: &mut dyn blk::mq::Driver = self.device.as_mut();
+                        self.queue.run(now, dev);
+                    }
                 }
+                Ev::Device if self.host.is_some() => {
+                    if self.dev_armed == Some(now) {
+                        self.dev_armed = None;
+                    }
+                    self.device.advance(now, &mut self.done_rqs);
+                    let done = std::mem::take(&mut self.done_rqs);
+                    self.host_device_done(now, &done);
+                    self.done_rqs = done;
+                    self.done_rqs.clear();
+                }
+                Ev::Cpu(c, g) => self.host_cpu_event(now, c, g, obs),
+                Ev::LockGrant(l) => self.host_lock_grant(now, l, obs),
                 Ev::Device => {
                     if self.dev_armed == Some(now) {
                         self.dev_armed = None;
@@ -491,11 +539,20 @@ impl Simulation {
             self.arm(now);
         }
         let end = self.last_event;
+        if let Some(h) = self.host.as_mut() {
+            h.finish(end);
+        }
+        let host = self.host.as_ref().map(|h| HostSummary {
+            jobs: (0..self.jobs.len()).map(|j| h.job_time(j)).collect(),
+            cpus: (0..h.cpus.len()).map(|c| h.cpus.cpu_time(c)).collect(),
+            locks: h.lock_stats(),
+        });
         RunSummary {
             end,
             requests: self.requests,
             disk: self.queue.disk_stats(end),
             sched_stats: self.queue.elevator().debugfs(),
+            host,
         }
     }
 
@@ -505,7 +562,8 @@ impl Simulation {
             self.deliver_armed = true;
             self.events.push(now, Ev::Deliver);
         }
-        if let Some(t) = self.queue.next_run() {
+        let kblockd_busy = self.host.as_ref().is_some_and(|h| h.kblockd_pending);
+        if let Some(t) = self.queue.next_run().filter(|_| !kblockd_busy) {
             if self.run_armed.is_none_or(|a| t < a) {
                 self.run_armed = Some(t.max(now));
                 self.events.push(t, Ev::QueueRun);
@@ -523,6 +581,7 @@ impl Simulation {
                 self.events.push(t, Ev::ElvTimer);
             }
         }
+        self.host_arm(now);
     }
 
     fn start_group(&mut self, g: u32, now: Ns, obs: &mut dyn IoObserver) {
@@ -588,7 +647,7 @@ impl Simulation {
     /// With fio's defaults (1 and 1) it thus resubmits one I/O per completion
     /// after the first fill of the queue, whatever `iodepth_batch_submit` is.
     fn fill(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
-        if self.jobs[j].cfg.submit_cost_ns == 0 {
+        if self.jobs[j].cfg.submit_cost_ns == 0 && self.host.is_none() {
             self.jobs[j].reap(now);
             self.fill_now(j, now, usize::MAX, obs);
             while self.jobs[j].reap(now) > 0 {
@@ -632,8 +691,12 @@ impl Simulation {
         } else {
             1
         };
-        let at = now.add(job.cfg.submit_cost_ns * n as u64);
         self.jobs[j].cpu_pending = true;
+        if self.host.is_some() {
+            self.host_schedule_submit(j, now, n);
+            return;
+        }
+        let at = now.add(self.jobs[j].cfg.submit_cost_ns * n as u64);
         self.events.push(at, Ev::JobCpu(j));
     }
 
@@ -717,8 +780,12 @@ impl Simulation {
                     return;
                 }
                 let pages = io.bytes.div_ceil(PAGE_SIZE);
-                self.events
-                    .push(now.add(pages * self.vm.page_copy_ns), Ev::CopyDone(j, unit));
+                if self.host.is_some() {
+                    self.host_copy(j, unit, pages, now);
+                } else {
+                    self.events
+                        .push(now.add(pages * self.vm.page_copy_ns), Ev::CopyDone(j, unit));
+                }
                 return;
             }
         }
@@ -835,10 +902,14 @@ impl Simulation {
         self.ras[j].prev_pos = Some(r.end * PAGE_SIZE);
         let io = self.jobs[j].in_flight(r.unit);
         let pages = (io.offset + io.bytes).div_ceil(PAGE_SIZE) - io.offset / PAGE_SIZE;
-        self.events.push(
-            now.add(pages * self.vm.page_copy_ns),
-            Ev::CopyDone(j, r.unit),
-        );
+        if self.host.is_some() {
+            self.host_copy(j, r.unit, pages, now);
+        } else {
+            self.events.push(
+                now.add(pages * self.vm.page_copy_ns),
+                Ev::CopyDone(j, r.unit),
+            );
+        }
     }
 
     /// `read_pages` → `mpage_readahead`: the runs of new pages go down as read
@@ -1190,6 +1261,8 @@ impl Simulation {
         }
     }
 
+    /// Completed bios: writeback and readahead go on at once; a job's I/O
+    /// completes (or, on a host model, is posted for its thread to reap).
     fn deliver_completions(&mut self, now: Ns, obs: &mut dyn IoObserver) {
         self.queue.take_completed(&mut self.done_owners);
         for i in 0..self.done_owners.len() {
@@ -1203,6 +1276,11 @@ impl Simulation {
                 continue;
             }
             let (j, unit) = split_owner(o);
+            if self.host.is_some() {
+                // The thread reaps it when it gets its CPU (fio's completion time).
+                self.host_post(j, unit, now);
+                continue;
+            }
             if let Some(io) = self.jobs[j].complete(unit, now) {
                 obs.io_completed(j, io, io.issue, now);
             }

@@ -380,6 +380,32 @@ pub struct JobStats {
     pub total_run_time_ms: u64,
     /// Number of job clones merged into this entry.
     pub members: u32,
+    /// The threads' user time, ns (summed over members; 0 on the free host).
+    pub usr_ns: u64,
+    /// The threads' system time, ns (summed over members).
+    pub sys_ns: u64,
+    /// The threads' context switches, voluntary and involuntary (summed).
+    pub ctx: u64,
+}
+
+impl JobStats {
+    /// fio's `usr_cpu`: user time over run time, percent (`show_thread_status`).
+    pub fn usr_cpu(&self) -> f64 {
+        self.cpu_pct(self.usr_ns)
+    }
+
+    /// fio's `sys_cpu`: system time over run time, percent.
+    pub fn sys_cpu(&self) -> f64 {
+        self.cpu_pct(self.sys_ns)
+    }
+
+    fn cpu_pct(&self, ns: u64) -> f64 {
+        if self.total_run_time_ms == 0 {
+            0.0
+        } else {
+            ns as f64 * 100.0 / (self.total_run_time_ms as f64 * 1e6)
+        }
+    }
 }
 
 impl JobStats {
@@ -437,6 +463,9 @@ impl JobStats {
         self.total_complete += other.total_complete;
         self.total_run_time_ms += other.total_run_time_ms;
         self.members += other.members;
+        self.usr_ns += other.usr_ns;
+        self.sys_ns += other.sys_ns;
+        self.ctx += other.ctx;
     }
 
     /// Merges a set of clones into one entry (starting from empty).

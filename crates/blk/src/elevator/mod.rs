@@ -132,6 +132,20 @@ pub enum TunableError {
     },
 }
 
+/// Work a scheduler did beyond its calls, in units a host model prices: the part of
+/// its CPU cost that depends on its state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ElvWork {
+    /// Levels walked in sorted structures (rb-tree inserts and lookups, B-WF2Q+
+    /// service-tree updates, one per level of the group hierarchy).
+    pub tree_steps: u64,
+    /// Cache lines of other CPUs' per-CPU data read (v5.14 mq-deadline's `dd_sum`).
+    pub percpu_lines: u64,
+    /// Passes over every CPU's per-CPU data (each reads [`ElvWork::percpu_lines`]'s
+    /// share; the lines other CPUs keep writing cost a transfer each time).
+    pub percpu_passes: u64,
+}
+
 /// The elevator interface; see the module docs for the mapping to the kernel.
 pub trait Elevator {
     /// Scheduler name as the kernel spells it (`mq-deadline`, `kyber`, `bfq`, `none`).
@@ -141,6 +155,32 @@ pub trait Elevator {
     /// decision and go back (`kernel-trace compare`); `None` if it cannot be copied.
     fn clone_box(&self) -> Option<Box<dyn Elevator>> {
         None
+    }
+
+    /// The work done since the last call ([`ElvWork`]), counting afresh. Default:
+    /// none beyond the calls themselves.
+    fn take_work(&mut self) -> ElvWork {
+        ElvWork::default()
+    }
+
+    /// Whether `finish_request` takes the scheduler's queue-wide lock (BFQ's
+    /// `bfq_finish_requeue_request` does; mq-deadline's `dd_finish_request` does not).
+    fn finish_locks(&self) -> bool {
+        false
+    }
+
+    /// Whether insertion and bio merging stay off the scheduler's lock and dispatch
+    /// is serialized (mq-deadline with the January 2024 scalability series: per-CPU
+    /// insertion lists spliced in at dispatch, a CPU finding another dispatching
+    /// leaves, merge lookups skipped when the lock is contended).
+    fn lock_split(&self) -> bool {
+        false
+    }
+
+    /// Whether the scheduler's lock is per hardware queue (kyber's `khd->lock`)
+    /// rather than one for the whole queue.
+    fn lock_per_hctx(&self) -> bool {
+        false
     }
 
     /// `limit_depth`: the shallow depth for an allocation of this kind, or `None` for

@@ -231,6 +231,43 @@ pub enum Submitted {
     Sleeping,
 }
 
+/// Block-layer work done since the last [`Queue::take_work`]: what a host model
+/// prices in CPU time and lock hold time. Counts of calls, as the kernel makes them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Bios submitted (`submit_bio`), split pieces counted once each.
+    pub bios: u64,
+    /// Elevator `bio_merge` lookups (each takes the scheduler's lock).
+    pub merge_calls: u64,
+    /// Requests allocated (a scheduler or driver tag taken).
+    pub tags: u64,
+    /// `insert_requests` calls (one lock acquisition each).
+    pub insert_calls: u64,
+    /// Requests inserted by them.
+    pub inserts: u64,
+    /// `dispatch_request` calls, those returning nothing included.
+    pub dispatch_calls: u64,
+    /// Requests handed to the driver (`queue_rq`).
+    pub queue_rqs: u64,
+    /// Requests ended (`blk_mq_end_request`).
+    pub completions: u64,
+    /// Elevator `finish_request` calls.
+    pub finishes: u64,
+    /// The elevator's own work ([`Elevator::take_work`]).
+    pub elv: crate::elevator::ElvWork,
+}
+
+impl Work {
+    /// Calls that take the elevator's queue-wide lock in the kernel (`bio_merge`,
+    /// `insert_requests`, `dispatch_request`; `finish_request` when `finish_locks`).
+    pub fn lock_calls(&self, finish_locks: bool) -> u64 {
+        self.merge_calls
+            + self.insert_calls
+            + self.dispatch_calls
+            + if finish_locks { self.finishes } else { 0 }
+    }
+}
+
 /// One hardware context (`struct blk_mq_hw_ctx`).
 #[derive(Debug)]
 struct Hctx {
@@ -302,6 +339,8 @@ pub struct Queue {
     requeue_at: Option<Ns>,
     /// Owners of split bios → pieces not completed yet (`bio_chain`).
     split_left: FxHashMap<u64, u32>,
+    /// Work counted for the host model.
+    work: Work,
 }
 
 impl std::fmt::Debug for Queue {
@@ -357,6 +396,7 @@ impl Queue {
             flush_list: Vec::new(),
             requeue_at: None,
             split_left: FxHashMap::default(),
+            work: Work::default(),
             cfg,
         }
     }
@@ -369,6 +409,19 @@ impl Queue {
     /// The attached elevator, mutably (for tunables).
     pub fn elevator_mut(&mut self) -> &mut dyn Elevator {
         self.elevator.as_mut()
+    }
+
+    /// The block-layer work done since the last call (the elevator's included),
+    /// and start counting afresh.
+    pub fn take_work(&mut self) -> Work {
+        let mut w = std::mem::take(&mut self.work);
+        w.elv = self.elevator.take_work();
+        w
+    }
+
+    /// An elevator other than `none` is attached.
+    pub fn has_elevator(&self) -> bool {
+        self.has_elevator
     }
 
     /// Effective `nr_requests` (per hardware queue).
@@ -592,6 +645,7 @@ impl Queue {
     }
 
     fn submit(&mut self, now: Ns, mut bio: Bio, drv: Option<&mut dyn Driver>) -> Submitted {
+        self.work.bios += 1;
         // submit_bio_noacct: without a volatile cache PREFLUSH and FUA mean nothing;
         // an empty flush completes at once.
         if bio.flags.any(ReqFlags::PREFLUSH | ReqFlags::FUA) && !self.cfg.write_cache {
@@ -616,6 +670,7 @@ impl Queue {
             // blk_mq_attempt_bio_merge: the plug first, then the elevator (or the
             // software queue).
             let merged = self.plug_merge(now, &bio, bio_id) || {
+                self.work.merge_calls += u64::from(self.has_elevator);
                 let (mut ctx, e) = self.ctx(now, hctx);
                 e.bio_merge(&mut ctx, &bio, bio_id)
             };
@@ -658,6 +713,7 @@ impl Queue {
             self.nr_requests
         };
         let tag = self.hctxs[hctx as usize].sched_tags.get(limit)?;
+        self.work.tags += 1;
         let bio_id = self.bios.alloc(*bio);
         let mut rq = Request::from_bio(bio, bio_id, now);
         rq.sched_tag = Some(tag);
@@ -739,6 +795,8 @@ impl Queue {
             }
             return;
         }
+        self.work.insert_calls += 1;
+        self.work.inserts += 1;
         let (mut ctx, e) = self.ctx(now, hctx);
         e.insert_requests(&mut ctx, &[id], at_head);
     }
@@ -760,6 +818,7 @@ impl Queue {
             ctx.merge.forget(id);
             if uses_sched {
                 e.finish_request(&mut ctx, id);
+                self.work.finishes += 1;
             }
         }
         let rq = self.rqs.free(id);
@@ -828,6 +887,7 @@ impl Queue {
                 r.hctx,
             )
         };
+        self.work.completions += 1;
         self.stats.ios[dir] += 1;
         self.stats.sectors[dir] += sectors;
         self.stats.ticks_ns[dir] += now.since(alloc);
@@ -1014,6 +1074,7 @@ impl Queue {
                 busy = true;
                 break;
             }
+            self.work.dispatch_calls += 1;
             let (mut ctx, e) = self.ctx(now, hctx);
             let Some(id) = e.dispatch_request(&mut ctx) else {
                 run_queue = true;
@@ -1096,6 +1157,7 @@ impl Queue {
             r.started = true;
             r.issue_ns = now;
         }
+        self.work.queue_rqs += 1;
         let st = drv.queue_rq(now, id, self.rqs.get(id), last);
         if st == QueueRqStatus::Ok {
             if self.driver_inflight == 0 {

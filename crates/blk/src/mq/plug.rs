@@ -113,6 +113,8 @@ impl Queue {
                 .iter()
                 .take_while(|&&id| self.rqs.get(id).hctx == hctx)
                 .count();
+            self.work.insert_calls += 1;
+            self.work.inserts += n as u64;
             let (mut ctx, e) = self.ctx(now, hctx);
             e.insert_requests(&mut ctx, &list[first..first + n], false);
             first += n;

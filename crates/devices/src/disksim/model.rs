@@ -888,6 +888,7 @@ impl TableDisk {
             max_segments: 128,
             nr_hw_queues: 1,
             default_scheduler: "mq-deadline",
+            completion: crate::CompletionCpu::Vector,
         };
         TableDisk {
             rev: 60_000.0 / p.rpm,

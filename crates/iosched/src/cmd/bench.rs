@@ -9,7 +9,9 @@ use super::sim_opts::parse_set;
 
 /// Run the built-in workloads and print simulated requests per wall-clock second and
 /// peak memory. Each workload runs twice, the second time 10x longer in simulated
-/// time: equal peak memory shows that memory does not grow with simulated time. Then
+/// time: equal peak memory shows that memory does not grow with simulated time; and
+/// each on the free host and on the default host model, with the host model's speed
+/// as a share of the free host's (what the CPU model costs the simulator). Then
 /// time each scheduler alone: insert + dispatch + complete per request with 64, 1,024
 /// and 16,384 requests queued.
 ///
@@ -142,26 +144,45 @@ pub fn run(args: Args) -> Result<()> {
     if !only_scheds {
         writeln!(
             out,
-            "{:<34} {:>12} {:>10} {:>9} {:>14} {:>12}",
-            "workload", "requests", "sim s", "wall s", "requests/s", "peak RSS"
+            "{:<34} {:>10} {:>12} {:>10} {:>9} {:>14} {:>12}",
+            "workload", "host", "requests", "sim s", "wall s", "requests/s", "peak RSS"
         )?;
+        let hosts = [host::host("free")?, host::host(host::DEFAULT_HOST)?];
+        let mut shares = Vec::new();
         for w in bench::workloads() {
             for ms in [args.simulated_ms, args.simulated_ms * 10] {
-                let r = bench::run(&w, ms);
-                let rss = bench::peak_rss_bytes()
-                    .map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
-                    .unwrap_or_else(|| "n/a".into());
-                writeln!(
-                    out,
-                    "{:<34} {:>12} {:>10.3} {:>9.3} {:>14.0} {:>12}",
-                    r.name,
-                    r.requests,
-                    r.simulated_secs,
-                    r.wall_secs,
-                    r.rate(),
-                    rss
-                )?;
+                let mut rates = Vec::new();
+                for h in &hosts {
+                    let r = bench::run_on(&w, ms, h);
+                    let rss = bench::peak_rss_bytes()
+                        .map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
+                        .unwrap_or_else(|| "n/a".into());
+                    writeln!(
+                        out,
+                        "{:<34} {:>10} {:>12} {:>10.3} {:>9.3} {:>14.0} {:>12}",
+                        r.name,
+                        h.name,
+                        r.requests,
+                        r.simulated_secs,
+                        r.wall_secs,
+                        r.rate(),
+                        rss
+                    )?;
+                    rates.push(r.rate());
+                }
+                if ms == args.simulated_ms * 10 {
+                    shares.push((w.name, rates[1] / rates[0].max(1e-9)));
+                }
             }
+        }
+        writeln!(out)?;
+        writeln!(
+            out,
+            "host model speed ({} vs free, requests per wall second, long runs):",
+            host::DEFAULT_HOST
+        )?;
+        for (name, share) in shares {
+            writeln!(out, "  {name:<34} {:>5.0} %", share * 100.0)?;
         }
         writeln!(out)?;
     }

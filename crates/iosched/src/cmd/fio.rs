@@ -31,6 +31,8 @@ const OURS: &[&str] = &[
     "seed",
     "hz",
     "cpus",
+    "host",
+    "host-file",
     "submit-ns",
 ];
 
@@ -38,7 +40,6 @@ const OURS: &[&str] = &[
 fn split(args: &[String]) -> Result<(SimArgs, Vec<String>)> {
     let mut sim = SimArgs {
         hz: 250,
-        cpus: 8,
         ..Default::default()
     };
     let mut fio = Vec::new();
@@ -80,7 +81,9 @@ fn split(args: &[String]) -> Result<(SimArgs, Vec<String>)> {
             "set" => sim.set.push(value),
             "seed" => sim.seed = Some(num(&value)?),
             "hz" => sim.hz = num(&value)? as u32,
-            "cpus" => sim.cpus = num(&value)? as u32,
+            "cpus" => sim.cpus = Some(num(&value)? as u32),
+            "host" => sim.host = Some(value),
+            "host-file" => sim.host_file = Some(value),
             "submit-ns" => sim.submit_ns = Some(num(&value)?),
             _ => unreachable!("OURS lists exactly the names matched above"),
         }

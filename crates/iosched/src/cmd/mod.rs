@@ -4,6 +4,7 @@ pub mod bench;
 pub mod compare;
 pub mod devices;
 pub mod fio;
+pub mod hosts;
 pub mod kernel_trace;
 pub mod output;
 pub mod plot;

@@ -33,12 +33,22 @@ pub struct SimArgs {
     /// The kernel's HZ (jiffies per second) for decisions made on jiffies.
     #[arg(long, value_name = "HZ", default_value_t = 250)]
     pub hz: u32,
-    /// Number of simulated CPUs (software queues).
-    #[arg(long, value_name = "N", default_value_t = 8)]
-    pub cpus: u32,
-    /// CPU time a job spends submitting one I/O, ns (reported by fio as slat for
-    /// asynchronous engines). Default per engine: io_uring 1000, libaio 2000,
-    /// posixaio 4000, psync/sync/pvsync 1500. 0 makes submission free.
+    /// Number of simulated CPUs (software queues); default: the host's (8 with
+    /// `--host free`).
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<u32>,
+    /// The host: its CPUs, what each step of an I/O costs them and its locks (see
+    /// `iosched hosts`); `free` costs nothing but `--submit-ns`.
+    #[arg(long, value_name = "NAME", conflicts_with = "host_file")]
+    pub host: Option<String>,
+    /// Load the host profile from a file (format: `iosched hosts`, the files under
+    /// crates/host/profiles/).
+    #[arg(long, value_name = "FILE")]
+    pub host_file: Option<String>,
+    /// With `--host free` only: CPU time a job spends submitting one I/O, ns
+    /// (reported by fio as slat for asynchronous engines). Default per engine:
+    /// io_uring 1000, libaio 2000, posixaio 4000, psync/sync/pvsync 1500. 0 makes
+    /// submission free.
     #[arg(long = "submit-ns", value_name = "NS")]
     pub submit_ns: Option<u64>,
 }
@@ -82,8 +92,15 @@ pub fn run_options(args: &SimArgs) -> Result<RunOptions> {
             args.hz
         );
     }
-    if args.cpus == 0 || args.cpus > 4096 {
-        bail!("--cpus {}: expected 1 to 4096", args.cpus);
+    let host = match &args.host_file {
+        Some(f) => host::load_host_file(std::path::Path::new(f))?,
+        None => host::host(args.host.as_deref().unwrap_or(host::DEFAULT_HOST))?,
+    };
+    let cpus = args
+        .cpus
+        .unwrap_or_else(|| host.cpus.as_ref().map_or(8, |h| h.nr_cpus));
+    if cpus == 0 || cpus > 4096 {
+        bail!("--cpus {cpus}: expected 1 to 4096");
     }
     let settings = args
         .set
@@ -96,10 +113,11 @@ pub fn run_options(args: &SimArgs) -> Result<RunOptions> {
         settings,
         seed: args.seed.unwrap_or(runner::DEFAULT_SEED),
         hz: args.hz,
-        nr_cpus: args.cpus,
+        nr_cpus: cpus,
         epoch_secs: epoch_secs()?,
         submit_ns: args.submit_ns,
         write_logs: true,
+        host,
     })
 }
 

@@ -227,6 +227,19 @@ pub enum IoEngine {
 }
 
 impl IoEngine {
+    /// The engine as a host model prices it.
+    pub fn host_kind(self) -> host::profile::EngineKind {
+        use host::profile::EngineKind as K;
+        match self {
+            IoEngine::IoUring => K::IoUring,
+            IoEngine::Libaio => K::Libaio,
+            IoEngine::Posixaio => K::Posixaio,
+            IoEngine::Psync | IoEngine::Sync | IoEngine::Pvsync | IoEngine::Pvsync2 => K::Sync,
+        }
+    }
+}
+
+impl IoEngine {
     /// fio's name of the engine.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -420,6 +433,9 @@ pub struct JobSpec {
     pub randrepeat: bool,
     /// `norandommap`.
     pub norandommap: bool,
+    /// io_uring `fixedbufs`: registered buffers, so a direct I/O does not pin its
+    /// user pages (`bio_iov_iter_get_pages`) each time (a host-model saving).
+    pub fixedbufs: bool,
     /// `random_distribution` (skewed ones draw without fio's random map, as
     /// fio does for zipf, pareto and normal).
     pub random_distribution: RandomDist,
@@ -431,6 +447,9 @@ pub struct JobSpec {
     pub ioscheduler: Option<String>,
     /// `cpus_allowed`, expanded and sorted (e.g. "0-3,5" → 0,1,2,3,5).
     pub cpus_allowed: Option<Vec<u32>>,
+    /// `cpus_allowed_policy=split`: each clone gets one CPU of the set (clone *k*
+    /// the *k*-th, wrapping); `shared` (the default): every clone may run on all.
+    pub cpus_allowed_split: bool,
     /// `cgroup`.
     pub cgroup: Option<String>,
     /// `cgroup_weight` (100..=1000, as in fio's option table).

@@ -381,7 +381,7 @@ static OPTIONS: &[OptDef] = &[
     nm("cpumask", NONE, R, NONE),
     OptDef {
         prio: 1,
-        ..nm("cpus_allowed_policy", NONE, R, &["shared"])
+        ..m("cpus_allowed_policy", NONE, R)
     },
     nm("gpu_dev_id", NONE, R, NONE),
     nm("end_syncfs", NONE, R, ZERO),
@@ -408,7 +408,7 @@ static OPTIONS: &[OptDef] = &[
     // Common engine-specific options (libaio / io_uring / pvsync2).
     nm("hipri", NONE, Flag, NONE),
     nm("hipri_percentage", NONE, R, NONE),
-    nm("fixedbufs", NONE, Flag, NONE),
+    m("fixedbufs", NONE, Flag),
     nm("registerfiles", NONE, Flag, NONE),
     nm("sqthread_poll", NONE, Flag, NONE),
     nm("sqthread_poll_cpu", NONE, R, NONE),
@@ -479,11 +479,13 @@ pub(crate) struct JobState {
     randseed: Option<u64>,
     randrepeat: bool,
     norandommap: bool,
+    fixedbufs: bool,
     random_distribution: RandomDist,
     number_ios: u64,
     stonewall: bool,
     ioscheduler: Option<String>,
     cpus_allowed: Option<Vec<u32>>,
+    cpus_allowed_split: bool,
     cgroup: Option<String>,
     cgroup_weight: Option<u32>,
     prioclass: Option<u8>,
@@ -540,11 +542,13 @@ impl Default for JobState {
             randseed: None,
             randrepeat: true,
             norandommap: false,
+            fixedbufs: false,
             random_distribution: RandomDist::Random,
             number_ios: 0,
             stonewall: false,
             ioscheduler: None,
             cpus_allowed: None,
+            cpus_allowed_split: false,
             cgroup: None,
             cgroup_weight: None,
             prioclass: None,
@@ -662,6 +666,7 @@ impl JobState {
             "group_reporting" => self.group_reporting = flag_value(value)?,
             "new_group" => self.new_group = flag_value(value)?,
             "norandommap" => self.norandommap = flag_value(value)?,
+            "fixedbufs" => self.fixedbufs = flag_value(value)?,
             "stonewall" => self.stonewall = flag_value(value)?,
             "thread" => self.thread = flag_value(value)?,
             // fio's make_log_name: no value (or an empty one) means the job name.
@@ -780,6 +785,13 @@ impl JobState {
             }
             "ioscheduler" => self.ioscheduler = Some(v.to_string()),
             "cpus_allowed" => self.cpus_allowed = Some(parse_cpu_list(v)?),
+            "cpus_allowed_policy" => {
+                self.cpus_allowed_split = match v {
+                    "shared" => false,
+                    "split" => true,
+                    _ => return Err(format!("expected shared or split, got '{v}'")),
+                }
+            }
             "cgroup" => self.cgroup = Some(v.to_string()),
             "cgroup_weight" => self.cgroup_weight = Some(int(100, 1000)? as u32),
             "prioclass" => self.prioclass = Some(int(0, 3)? as u8),
@@ -1045,11 +1057,13 @@ impl JobState {
             // fio: "If randseed is set, that overrides randrepeat".
             randrepeat: self.randrepeat && self.randseed.is_none(),
             norandommap: self.norandommap,
+            fixedbufs: self.fixedbufs,
             random_distribution: self.random_distribution.clone(),
             number_ios: (self.number_ios != 0).then_some(self.number_ios),
             stonewall: self.stonewall,
             ioscheduler: self.ioscheduler.clone(),
             cpus_allowed: self.cpus_allowed.clone(),
+            cpus_allowed_split: self.cpus_allowed_split,
             cgroup: self.cgroup.clone(),
             cgroup_weight: self.cgroup_weight,
             prioclass: self.prioclass,

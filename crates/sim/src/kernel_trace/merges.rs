@@ -255,6 +255,7 @@ pub fn simulate(rec: &MergeRecording, model: &LoopModel) -> Result<SimMerges, St
         epoch_secs: 0,
         submit_ns: model.submit_ns,
         write_logs: false,
+        host: host::host("free").expect("the free host is built in"),
     };
     let plan = runner::plan(&input, &opts).map_err(|e| e.to_string())?;
     let rep = runner::run(&input, &opts, plan, None).map_err(|e| e.to_string())?;

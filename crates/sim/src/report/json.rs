@@ -6,8 +6,8 @@
 //! printer too (two-space indent, `"key" : value`, floats as `%f`), so the
 //! output diffs cleanly against real fio output.
 //!
-//! Not simulated, emitted with fio's neutral values: `usr_cpu`, `sys_cpu`,
-//! `ctx`, `majf`, `minf` (0), `eta` (0), the `sync` object (no fsyncs).
+//! `usr_cpu`, `sys_cpu` and `ctx` come from the host model (0 on the free host).
+//! Not simulated, emitted with fio's neutral values: `majf`, `minf` (0), `eta` (0), the `sync` object (no fsyncs).
 
 use std::io::{self, Write};
 
@@ -116,9 +116,9 @@ fn job(report: &RunReport, j: &JobResult) -> Value {
     sync.insert("lat_ns".into(), lat(&LatHist::new(), false, &plist));
     o.insert("sync".into(), Value::Object(sync));
     o.insert("job_runtime".into(), s.total_run_time_ms.into());
-    o.insert("usr_cpu".into(), float(0.0));
-    o.insert("sys_cpu".into(), float(0.0));
-    o.insert("ctx".into(), 0u64.into());
+    o.insert("usr_cpu".into(), float(s.usr_cpu()));
+    o.insert("sys_cpu".into(), float(s.sys_cpu()));
+    o.insert("ctx".into(), s.ctx.into());
     o.insert("majf".into(), 0u64.into());
     o.insert("minf".into(), 0u64.into());
 

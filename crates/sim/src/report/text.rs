@@ -160,7 +160,11 @@ fn job_block(report: &RunReport, j: &JobResult, s: &mut String) {
     let _ = writeln!(
         s,
         "  cpu          : usr={:3.2}%, sys={:3.2}%, ctx={}, majf={}, minf={}",
-        0.0, 0.0, 0, 0, 0
+        st.usr_cpu(),
+        st.sys_cpu(),
+        st.ctx,
+        0,
+        0
     );
     let d = st.depth_dist();
     let _ = writeln!(

@@ -173,6 +173,8 @@ pub struct Bfq {
     pub busy_queues: [u32; 3],
     /// `wr_busy_queues`.
     pub wr_busy_queues: u32,
+    /// Work for the host model ([`Elevator::take_work`]).
+    host_work: crate::elevator::ElvWork,
     /// `queued`.
     pub queued: u32,
     /// `tot_rq_in_driver`.
@@ -262,6 +264,7 @@ impl Bfq {
             dispatch: VecDeque::new(),
             bio_bfqq: None,
             busy_queues: [0; 3],
+            host_work: Default::default(),
             wr_busy_queues: 0,
             queued: 0,
             tot_rq_in_driver: 0,
@@ -1399,6 +1402,18 @@ impl Bfq {
     }
 }
 
+impl Bfq {
+    /// A B-WF2Q+ service-tree update (activation, selection): O(log n) in the busy
+    /// queues, as the host model prices it.
+    fn count_tree_work(&mut self) {
+        let busy = self
+            .busy_queues
+            .iter()
+            .fold(0u32, |a, &b| a.saturating_add(b));
+        self.host_work.tree_steps += u64::from(busy.saturating_add(1).ilog2()) + 1;
+    }
+}
+
 impl Elevator for Bfq {
     fn clone_box(&self) -> Option<Box<dyn Elevator>> {
         Some(Box::new(self.clone()))
@@ -1438,13 +1453,23 @@ impl Elevator for Bfq {
     fn insert_requests(&mut self, ctx: &mut ElvCtx, rqs: &[RqId], at_head: bool) {
         self.set_clock(ctx);
         for &rq in rqs {
+            self.count_tree_work();
             self.insert_one(ctx, rq, at_head);
         }
     }
 
     fn dispatch_request(&mut self, ctx: &mut ElvCtx) -> Option<RqId> {
         self.set_clock(ctx);
+        self.count_tree_work();
         self.dispatch_one(ctx)
+    }
+
+    fn take_work(&mut self) -> crate::elevator::ElvWork {
+        std::mem::take(&mut self.host_work)
+    }
+
+    fn finish_locks(&self) -> bool {
+        true
     }
 
     fn has_work(&self, _ctx: &ElvCtx) -> bool {

@@ -841,6 +841,10 @@ impl Elevator for Kyber {
     fn clone_box(&self) -> Option<Box<dyn Elevator>> {
         Some(Box::new(self.clone()))
     }
+    fn lock_per_hctx(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "kyber"
     }

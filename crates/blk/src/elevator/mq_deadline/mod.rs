@@ -427,6 +427,10 @@ pub struct MqDeadline {
     /// Per-CPU statistics, one per possible CPU; only kept for
     /// [`Variant::PerCpuStats`].
     percpu: Vec<CpuStats>,
+    /// Work for the host model ([`Elevator::take_work`]).
+    work: std::cell::Cell<crate::elevator::ElvWork>,
+    /// iosched-only `insert_lists`: the January 2024 locking ([`Elevator::lock_split`]).
+    insert_lists: bool,
 }
 
 impl MqDeadline {
@@ -454,6 +458,8 @@ impl MqDeadline {
             prio_aging_expire: j(DEFAULT_PRIO_AGING_EXPIRE_MS),
             nr_requests: params.nr_requests,
             percpu: vec![CpuStats::default(); params.nr_cpus.max(1) as usize],
+            work: Default::default(),
+            insert_lists: false,
         }
     }
 
@@ -550,6 +556,7 @@ impl MqDeadline {
 
     /// `deadline_add_rq_rb` / `elv_rb_add`: equal sectors go right of existing ones.
     fn tree_add(&mut self, lv: usize, dir: usize, id: RqId, sector: u64) {
+        self.count_work(u64::from((self.on_fifos + 1).ilog2()) + 1, 0, 0);
         let l = &mut self.levels[lv];
         self.sort.insert(&mut l.sort[dir], id.0, sector);
         let c = &mut l.cursor[dir];
@@ -627,11 +634,22 @@ impl MqDeadline {
     /// CPU's copy.
     fn queued(&self, lv: usize) -> u32 {
         if self.variant == Variant::PerCpuStats {
+            // Both sums read the same per-CPU structure: one cache line per CPU.
+            self.count_work(0, self.percpu.len() as u64, 1);
             return self
                 .dd_sum(lv, EV_INSERTED)
                 .wrapping_sub(self.dd_sum(lv, EV_COMPLETED)) as u32;
         }
         self.levels[lv].stats.nr_queued
+    }
+
+    /// Count work for [`Elevator::take_work`] (from `&self`: `dd_queued` is a read).
+    fn count_work(&self, tree_steps: u64, percpu_lines: u64, percpu_passes: u64) {
+        let mut w = self.work.get();
+        w.tree_steps += tree_steps;
+        w.percpu_lines += percpu_lines;
+        w.percpu_passes += percpu_passes;
+        self.work.set(w);
     }
 
     /// `dd_sum` (v5.14): one event of one level, summed over the CPUs.
@@ -831,6 +849,14 @@ impl Elevator for MqDeadline {
     fn clone_box(&self) -> Option<Box<dyn Elevator>> {
         Some(Box::new(self.clone()))
     }
+    fn take_work(&mut self) -> crate::elevator::ElvWork {
+        self.work.take()
+    }
+
+    fn lock_split(&self) -> bool {
+        self.insert_lists
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -1131,6 +1157,13 @@ impl Elevator for MqDeadline {
                 default: DEFAULT_PRIO_AGING_EXPIRE_MS.to_string(),
                 help: "age after which BE/IDLE requests are served despite higher-priority work",
             },
+            TunableInfo {
+                name: "insert_lists",
+                unit: "bool",
+                default: "0".into(),
+                help: "(iosched only, not in sysfs; host model) 1: the Jan 2024 scalability series' locking: \
+                       per-CPU insertion lists, serialized dispatch, merge lookups skipped when contended",
+            },
         ]
     }
 
@@ -1145,6 +1178,7 @@ impl Elevator for MqDeadline {
             "async_depth" => (self.async_depth as i32).to_string(),
             "fifo_batch" => self.fifo_batch.to_string(),
             "variant" => self.variant.name().to_string(),
+            "insert_lists" => u8::from(self.insert_lists).to_string(),
             _ => return Err(unknown_tunable(NAME, name, &self.tunables())),
         })
     }
@@ -1157,6 +1191,14 @@ impl Elevator for MqDeadline {
             value: value.to_string(),
             reason: reason.to_string(),
         };
+        if name == "insert_lists" {
+            self.insert_lists = match value.trim() {
+                "0" => false,
+                "1" => true,
+                _ => return Err(invalid("expected 0 or 1")),
+            };
+            return Ok(());
+        }
         if name == "variant" {
             let v = value.strip_suffix('\n').unwrap_or(value);
             let known = Variant::ALL.iter().map(|(_, i)| i.name).collect::<Vec<_>>();

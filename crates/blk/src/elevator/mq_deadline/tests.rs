@@ -24,6 +24,7 @@ fn defaults_as_sysfs_shows_them() {
         assert_eq!(get(&d, "fifo_batch"), "16");
         assert_eq!(get(&d, "async_depth"), "64");
         assert_eq!(get(&d, "variant"), "mainline");
+        assert_eq!(get(&d, "insert_lists"), "0");
     }
     let d = dd(250);
     assert_eq!(d.fifo_expire, [125, 1250]);
@@ -38,7 +39,8 @@ fn defaults_as_sysfs_shows_them() {
             "front_merges",
             "async_depth",
             "fifo_batch",
-            "prio_aging_expire"
+            "prio_aging_expire",
+            "insert_lists"
         ]
     );
     assert_eq!(d.tunables()[4].default, "64");
@@ -161,4 +163,17 @@ fn registry_builds_mq_deadline() {
     ] {
         assert!(keys.iter().any(|x| x == k), "{k}");
     }
+}
+
+#[test]
+fn insert_lists_is_a_bool_switch_that_changes_locking_only() {
+    let mut d = dd(250);
+    assert!(!d.lock_split());
+    d.set_tunable("insert_lists", "1").unwrap();
+    assert!(d.lock_split());
+    assert_eq!(get(&d, "insert_lists"), "1");
+    assert!(d.set_tunable("insert_lists", "2").is_err());
+    assert!(d.set_tunable("insert_lists", "yes").is_err());
+    d.set_tunable("insert_lists", "0").unwrap();
+    assert!(!d.lock_split());
 }
