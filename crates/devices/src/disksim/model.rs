@@ -284,6 +284,33 @@ impl TableParams {
                     "needs sectors per track > 0 and first_cyl <= last_cyl < cylinders",
                 ));
             }
+            // Counts are whole, non-negative and within the zone: the layout
+            // arithmetic multiplies them (a slipped track by the track size).
+            let counts = [nums[0], nums[1], nums[2], nums[4], nums[7]];
+            if counts
+                .iter()
+                .any(|x| !x.is_finite() || *x < 0.0 || x.fract() != 0.0)
+                || zone.spt > 1_000_000
+            {
+                return Err(d.err(
+                    &key,
+                    "cylinders, sectors per track (at most 1000000), front_empty and spares must be whole non-negative numbers",
+                ));
+            }
+            let zone_blocks =
+                (zone.last_cyl - zone.first_cyl + 1) as u64 * heads as u64 * zone.spt as u64;
+            if zone.front > zone_blocks {
+                return Err(d.err(
+                    &key,
+                    format!("front_empty is larger than the zone ({zone_blocks} blocks)"),
+                ));
+            }
+            if let Some(s) = zone.slips.iter().find(|&&s| s > zone_blocks) {
+                return Err(d.err(
+                    &slips_key,
+                    format!("slip {s} is beyond the zone ({zone_blocks} blocks)"),
+                ));
+            }
             zones.push(zone);
         }
         if zones.is_empty() {
