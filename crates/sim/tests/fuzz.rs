@@ -2,7 +2,7 @@
 //! through the library entry points the commands use.
 //!
 //! For each input kind, valid inputs committed in the repository (job files under
-//! `examples/`, `tests/fuzz/`, the kernel recordings, the device profiles, the DiskSim
+//! `examples/`, `tests/fuzz/`, the kernel recordings, the device and host profiles, the DiskSim
 //! drives and validation traces under `data/`) are mutated — bytes flipped, text
 //! truncated, lines deleted, duplicated and swapped, numbers replaced by edge values,
 //! huge suffixes, NaN and infinities, unicode, CRLF and NUL — and fed to the parser
@@ -237,6 +237,18 @@ fn run_small(input: &sim::fio::FioInput, device: devices::Profile) {
     }
 }
 
+fn host_profile(text: &str) {
+    if let Ok(h) = host::profile::parse_host("fuzz.toml", text) {
+        let job = "[j]\nrw=randread\nbs=4k\nsize=4m\ndirect=1\nioengine=libaio\niodepth=4\nnumber_ios=64\nnumjobs=2\n";
+        let input = sim::fio::parse_job_file("fuzz.fio", job).unwrap();
+        let mut opts = sim::runner::RunOptions::new(ideal()).with_host(h);
+        opts.write_logs = false;
+        if let Ok(plan) = sim::runner::plan(&input, &opts) {
+            let _ = sim::runner::run(&input, &opts, plan, None);
+        }
+    }
+}
+
 fn ideal() -> devices::Profile {
     devices::profile("ideal-sq").unwrap()
 }
@@ -406,6 +418,10 @@ fn kinds() -> Vec<Kind> {
         .iter()
         .map(|p| read(p))
         .collect();
+    let hosts: Vec<String> = read_dir_sorted(&r.join("crates/host/profiles"), "toml")
+        .iter()
+        .map(|p| read(p))
+        .collect();
     vec![
         Kind {
             name: "fio-job",
@@ -426,6 +442,10 @@ fn kinds() -> Vec<Kind> {
         Kind {
             name: "device-profile",
             seeds: profiles,
+        },
+        Kind {
+            name: "host-profile",
+            seeds: hosts,
         },
     ]
 }
@@ -509,8 +529,11 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
         Budget::Cases(c) => n < c,
         Budget::Until(t) => Instant::now() < t && !k.is_empty(),
     };
-    let mut counts = [0u64; 7];
-    let mut spent = [Duration::ZERO; 7];
+    // Per kind: the ones of `kinds`, then the DiskSim drives and validation traces.
+    const DS: usize = 6;
+    const VT: usize = 7;
+    let mut counts = [0u64; 8];
+    let mut spent = [Duration::ZERO; 8];
     loop {
         let mut any = false;
         for (ki, k) in kinds.iter().enumerate() {
@@ -527,6 +550,7 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
                 "fio-cmdline" => Box::new(fio_cmdline),
                 "sched-trace" => Box::new(sched_trace),
                 "kernel-recording" => Box::new(move |t: &str| kernel_recording(t, sched)),
+                "host-profile" => Box::new(host_profile),
                 _ => Box::new(device_profile),
             };
             let t0 = Instant::now();
@@ -536,7 +560,7 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
             total += 1;
         }
         if let Some(ds) = &disksim {
-            if per_kind("disksim-drive", counts[5]) {
+            if per_kind("disksim-drive", counts[DS]) {
                 any = true;
                 let (name, text) = &ds.files[rng.gen_range(0..ds.files.len())];
                 let parv = ds
@@ -550,27 +574,27 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
                 let input = mutate(&mut rng, text);
                 let (ds2, name2, input2) = (ds.clone(), name.clone(), input.clone());
                 let t0 = Instant::now();
-                check("disksim-drive", seed, counts[5], &input, move || {
+                check("disksim-drive", seed, counts[DS], &input, move || {
                     disksim_drive(&ds2, &name2, &input2, &parv)
                 });
-                spent[5] += t0.elapsed();
-                counts[5] += 1;
+                spent[DS] += t0.elapsed();
+                counts[DS] += 1;
                 total += 1;
             }
         }
         if let (Some(atlas), false) = (&atlas, validate_seeds.is_empty()) {
-            if per_kind("validate-trace", counts[6]) {
+            if per_kind("validate-trace", counts[VT]) {
                 any = true;
                 let s = &validate_seeds[rng.gen_range(0..validate_seeds.len())];
                 let input = mutate(&mut rng, s);
                 let text = String::from_utf8_lossy(&input).into_owned();
                 let disk = atlas.clone();
                 let t0 = Instant::now();
-                check("validate-trace", seed, counts[6], &input, move || {
+                check("validate-trace", seed, counts[VT], &input, move || {
                     validate_trace(&text, &disk)
                 });
-                spent[6] += t0.elapsed();
-                counts[6] += 1;
+                spent[VT] += t0.elapsed();
+                counts[VT] += 1;
                 total += 1;
             }
         }
@@ -598,7 +622,7 @@ fn fuzz_every_input_kind() {
     let cases = env_u64("IOSCHED_FUZZ_CASES").unwrap_or(2000);
     let seed = env_u64("IOSCHED_FUZZ_SEED").unwrap_or(14);
     let n = campaign(seed, Budget::Cases(cases));
-    assert!(n >= cases * 5, "only {n} cases ran");
+    assert!(n >= cases * 6, "only {n} cases ran");
 }
 
 #[test]
