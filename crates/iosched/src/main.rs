@@ -54,7 +54,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // `kernel-trace record` installs its own handlers: it must tear down what it
     // set up in the kernel before it exits.
-    if !matches!(cli.command, Command::KernelTrace(_)) {
+    if !matches!(&cli.command, Command::KernelTrace(a) if a.is_record()) {
         if let Err(e) = cmd::signals::install() {
             eprintln!("error: cannot handle signals: {e}");
             return ExitCode::from(2);

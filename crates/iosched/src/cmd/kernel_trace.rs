@@ -20,6 +20,14 @@ pub struct Args {
     cmd: Sub,
 }
 
+impl Args {
+    /// Whether this is `record`, which handles SIGINT and SIGTERM itself (it must
+    /// tear down what it set up in the kernel).
+    pub fn is_record(&self) -> bool {
+        matches!(self.cmd, Sub::Record(_))
+    }
+}
+
 #[derive(clap::Subcommand, Debug)]
 enum Sub {
     Record(RecordArgs),
