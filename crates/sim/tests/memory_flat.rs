@@ -1,6 +1,6 @@
 //! Memory does not grow with simulated time: every scheduler on every built-in device
-//! with a synchronous and an asynchronous engine, run for 1× and 100× the simulated
-//! time, must peak at about the same heap size. A counting global allocator measures
+//! with synchronous and asynchronous engines (psync, sync, libaio, io_uring), run for
+//! 1× and 100× the simulated time, must peak at about the same heap size. A counting global allocator measures
 //! the peak of live heap bytes in this test binary.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -59,9 +59,9 @@ fn peak_memory_is_flat_in_simulated_time() {
     let mut failures = Vec::new();
     for device in devices::profiles() {
         for sched in ["none", "mq-deadline", "kyber", "bfq"] {
-            for engine in ["psync", "libaio"] {
-                let short = peak_of(sched, &device, engine, 2);
-                let long = peak_of(sched, &device, engine, 200);
+            for engine in ["psync", "sync", "libaio", "io_uring"] {
+                let short = peak_of(sched, &device, engine, 1);
+                let long = peak_of(sched, &device, engine, 100);
                 // Some structures only reach their working size after a while
                 // (histogram buckets, a device's cache): allow a fixed margin.
                 if long > short * 2 + (1 << 20) {
