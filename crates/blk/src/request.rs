@@ -82,6 +82,9 @@ pub struct Request {
     pub alloc_ns: Ns,
     /// When it was handed to the driver (`io_start_time_ns`); zero until then.
     pub issue_ns: Ns,
+    /// The CPU that handed it to the driver ([`crate::mq::Queue::set_cpu`]; where
+    /// null_blk completes it).
+    pub issue_cpu: u32,
     /// Scheduler tag, if the queue has an elevator.
     pub sched_tag: Option<u32>,
     /// Driver tag, held from dispatch to completion.
@@ -116,6 +119,7 @@ impl Request {
             hctx: 0,
             alloc_ns: now,
             issue_ns: Ns::ZERO,
+            issue_cpu: bio.cpu,
             sched_tag: None,
             driver_tag: None,
             uses_sched: false,

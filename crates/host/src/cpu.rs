@@ -35,8 +35,9 @@ use std::collections::{BinaryHeap, VecDeque};
 /// A thread's number, as [`Cpus::add_thread`] returned it.
 pub type ThreadId = u32;
 
-/// The token of an interrupt item nobody waits for: its end is not reported, and
-/// when nothing else waits for its CPU it ends without an event of its own.
+/// The token of an item nobody waits for: its end is not reported, and when
+/// nothing else waits for its CPU it ends without an event of its own (a thread
+/// then goes to sleep at its end).
 pub const NO_TOKEN: u64 = 0;
 
 /// A piece of CPU work.
@@ -290,6 +291,11 @@ impl Cpus {
     /// thread between two items, whose last item's token is being handled, at
     /// [`Cpus::settle`]); a sleeping thread wakes up.
     pub fn run(&mut self, now: u64, t: ThreadId, item: Item) {
+        if self.threads[t as usize].state == State::Running {
+            // A last item nobody waited for may have ended: the thread slept since.
+            let c = self.threads[t as usize].cpu;
+            self.unlazy(now, c);
+        }
         let th = &mut self.threads[t as usize];
         th.pending.push_back(item);
         if th.state == State::Blocked {
@@ -349,9 +355,20 @@ impl Cpus {
         self.start(now, c, cur.ctx, item);
     }
 
-    /// Is thread `t` asleep (not running, not runnable)?
-    pub fn is_sleeping(&self, t: ThreadId) -> bool {
-        self.threads[t as usize].state == State::Blocked
+    /// Is thread `t` asleep at `now` (not running, not runnable; a last item
+    /// nobody waited for has ended)?
+    pub fn is_sleeping(&self, now: u64, t: ThreadId) -> bool {
+        let th = &self.threads[t as usize];
+        match th.state {
+            State::Blocked => true,
+            State::Runnable => false,
+            State::Running => {
+                let cpu = &self.cpus[th.cpu as usize];
+                cpu.lazy
+                    && cpu.cur.is_some_and(|x| x.ctx == Ctx::Thread(t))
+                    && self.lazy_end(th.cpu) <= now
+            }
+        }
     }
 
     /// Is CPU `c` running nothing, with nothing waiting?
@@ -388,6 +405,12 @@ impl Cpus {
             let cpu = &mut self.cpus[c as usize];
             cpu.cur = None;
             cpu.gen += 1;
+            if let Ctx::Thread(t) = cur.ctx {
+                // It went to sleep when the item ended.
+                let th = &mut self.threads[t as usize];
+                th.state = State::Blocked;
+                th.time.nvcsw += 1;
+            }
         } else {
             cpu.gen += 1;
             let g = cpu.gen;
@@ -576,7 +599,11 @@ impl Cpus {
         if matches!(cur.ctx, Ctx::Thread(_)) && !item.nonpreempt && !cpu.runq.is_empty() {
             at = at.min(cpu.slice_end.max(now));
         }
-        if cur.ctx == Ctx::Irq
+        let alone = match cur.ctx {
+            Ctx::Irq => true,
+            Ctx::Thread(t) => self.threads[t as usize].pending.is_empty(),
+        };
+        if alone
             && item.token == NO_TOKEN
             && cpu.irqs.is_empty()
             && cpu.runq.is_empty()

@@ -8,16 +8,22 @@ use std::collections::HashMap;
 
 #[derive(Clone, Debug)]
 enum Op {
-    /// At +dt, thread t gets an item of (usr, sys).
-    Run(u64, usize, u64, u64),
+    /// At +dt, thread t gets an item of (usr, sys), with a token or none.
+    Run(u64, usize, u64, u64, bool),
     /// At +dt, interrupt work on CPU c (with a token, or none).
     Irq(u64, u32, u64, bool),
 }
 
 fn op(threads: usize, cpus: u32) -> impl Strategy<Value = Op> {
     prop_oneof![
-        (0..5_000u64, 0..threads, 0..3_000u64, 0..5_000u64)
-            .prop_map(|(dt, t, u, s)| Op::Run(dt, t, u, s)),
+        (
+            0..5_000u64,
+            0..threads,
+            0..3_000u64,
+            0..5_000u64,
+            prop::bool::weighted(0.8)
+        )
+            .prop_map(|(dt, t, u, s, tok)| Op::Run(dt, t, u, s, tok)),
         (0..5_000u64, 0..cpus, 1..2_000u64, any::<bool>())
             .prop_map(|(dt, c, s, tok)| Op::Irq(dt, c, s, tok)),
     ]
@@ -54,9 +60,8 @@ proptest! {
             drain(&mut c, now + dt, &mut open);
             now += dt;
             match o {
-                Op::Run(_, t, u, s) => {
-                    let tok = next_tok; next_tok += 1;
-                    open.insert(tok, now + u + s);
+                Op::Run(_, t, u, s, with_token) => {
+                    let tok = if with_token { let x = next_tok; next_tok += 1; open.insert(x, now + u + s); x } else { NO_TOKEN };
                     c.run(now, threads[t], Item::new(u, s, tok));
                 }
                 Op::Irq(_, cpu, s, with_token) => {

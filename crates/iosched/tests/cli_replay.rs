@@ -123,14 +123,23 @@ fn kernel_trace_compare_rejects_non_trace() {
         .unwrap();
     std::fs::remove_file(&p).ok();
     assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no '# iosched:' header"));
     // A line the recorder cannot have written is named, with what was expected.
+    let p = tmp("badline.txt", "# iosched: sched=bfq\nhello\n");
+    let o = bin()
+        .args(["kernel-trace", "compare"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&p).ok();
+    assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("empty.txt:1: no [CPU] field: expected 'TASK-PID [CPU]"),
+        err.contains("badline.txt:2: no [CPU] field: expected 'TASK-PID [CPU]"),
         "{err}"
     );
-    // Without any event at all, the file is not a recording.
-    let p = tmp("comments.txt", "# tracer: nop\n");
+    // A readable header without events.
+    let p = tmp("noevents.txt", "# iosched: sched=bfq\n");
     let o = bin()
         .args(["kernel-trace", "compare"])
         .arg(&p)
@@ -139,6 +148,50 @@ fn kernel_trace_compare_rejects_non_trace() {
     std::fs::remove_file(&p).ok();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no block events found"));
+}
+
+/// A recording whose header cannot be read is refused, naming the file and line,
+/// instead of being replayed with default tunables and an unknown scheduler.
+#[test]
+fn kernel_trace_compare_refuses_an_unreadable_header() {
+    let body: String = KT.lines().skip(3).map(|l| format!("{l}\n")).collect();
+    for (name, header, line, needle) in [
+        (
+            "badhz",
+            "# iosched: hz=250\n# iosched: sched=none\n# iosched: rotational=yes\n",
+            3,
+            "'yes'",
+        ),
+        (
+            "unknown",
+            "# iosched: sched=none\n# iosched: tunabel.x=1\n",
+            2,
+            "unknown header key 'tunabel.x'",
+        ),
+        (
+            "nosched",
+            "# iosched: hz=250\n# iosched: dev=7,0\n",
+            1,
+            "names no scheduler",
+        ),
+        ("noheader", "", 1, "no '# iosched:' header"),
+    ] {
+        let p = tmp(&format!("hdr-{name}.txt"), &format!("{header}{body}"));
+        let o = bin()
+            .args(["kernel-trace", "compare", "--sched", "none"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        std::fs::remove_file(&p).ok();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(o.stdout.is_empty(), "{name}");
+        assert!(
+            err.contains(&format!("{}:{line}: ", p.display())),
+            "{name}: {err}"
+        );
+        assert!(err.contains(needle), "{name}: {err}");
+    }
 }
 
 #[test]

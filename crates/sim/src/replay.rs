@@ -239,6 +239,12 @@ pub enum OpKind {
         /// Device latency, if given.
         latency_ns: Option<u64>,
     },
+    /// Process `pid` exited: the scheduler's `exit_icq` (an iosched extension of the
+    /// format: `{"t":T,"op":"exit","pid":P}`).
+    Exit {
+        /// The process.
+        pid: u32,
+    },
 }
 
 /// One op line of a trace.
@@ -498,7 +504,17 @@ fn parse_op(m: &Map<String, Value>) -> Result<TraceOp, String> {
                 latency_ns: get_u64(m, "latency_ns")?,
             }
         }
-        other => return Err(format!("unknown op '{other}' (insert, dispatch, complete)")),
+        "exit" => {
+            check_fields(m, &["t", "jiffies", "op", "pid"], "exit op")?;
+            OpKind::Exit {
+                pid: require(get_u32(m, "pid")?, "pid", op)?,
+            }
+        }
+        other => {
+            return Err(format!(
+                "unknown op '{other}' (insert, dispatch, complete, exit)"
+            ))
+        }
     };
     Ok(TraceOp { t, jiffies, kind })
 }
@@ -561,6 +577,16 @@ impl TraceOp {
                 if let Some(l) = latency_ns {
                     m.insert("latency_ns".into(), Value::from(*l));
                 }
+                Value::Object(m).to_string()
+            }
+            OpKind::Exit { pid } => {
+                let mut m = Map::new();
+                m.insert("t".into(), Value::from(self.t));
+                if let Some(j) = self.jiffies {
+                    m.insert("jiffies".into(), Value::from(j));
+                }
+                m.insert("op".into(), Value::from("exit"));
+                m.insert("pid".into(), Value::from(*pid));
                 Value::Object(m).to_string()
             }
         }
@@ -820,6 +846,13 @@ impl Replayer {
             OpKind::Dispatch => Ok(Some(self.dispatch(op.t, j))),
             OpKind::Complete { id, latency_ns } => {
                 self.complete(op.t, j, *id, *latency_ns).map(|_| None)
+            }
+            OpKind::Exit { pid } => {
+                let pid = *pid;
+                // The replay's dispatches come from the trace; a run the scheduler
+                // asks for has nothing to add.
+                self.with_ctx(op.t, j, |e, ctx| e.exit_icq(ctx, pid));
+                Ok(None)
             }
         }
     }

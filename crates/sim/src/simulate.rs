@@ -673,23 +673,8 @@ impl Simulation {
     /// Start the thread's CPU work on its next submission, if it has one and is not
     /// busy already; the I/Os enter the block layer when the work is done.
     fn schedule_cpu(&mut self, j: usize, now: Ns) {
-        if self.jobs[j].started {
-            self.jobs[j].stop_if_done();
-        }
-        if self.jobs[j].cpu_pending {
+        let Some(n) = self.next_submission(j, now) else {
             return;
-        }
-        // Between two submissions fio reaps, if its queue is full
-        // (`wait_for_completions`); completions posted while it was busy wait.
-        self.jobs[j].reap(now);
-        let job = &self.jobs[j];
-        if !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
-            return;
-        }
-        let n = if job.can_submit() {
-            self.ios_per_call(j).min(job.reaped_free().max(1) as usize)
-        } else {
-            1
         };
         self.jobs[j].cpu_pending = true;
         if self.host.is_some() {
@@ -698,6 +683,29 @@ impl Simulation {
         }
         let at = now.add(self.jobs[j].cfg.submit_cost_ns * n as u64);
         self.events.push(at, Ev::JobCpu(j));
+    }
+
+    /// Whether the thread of job `j` goes on to submit now, and how many I/Os:
+    /// not while it is busy, not when its queue is full or nothing is due.
+    fn next_submission(&mut self, j: usize, now: Ns) -> Option<usize> {
+        if self.jobs[j].started {
+            self.jobs[j].stop_if_done();
+        }
+        if self.jobs[j].cpu_pending {
+            return None;
+        }
+        // Between two submissions fio reaps, if its queue is full
+        // (`wait_for_completions`); completions posted while it was busy wait.
+        self.jobs[j].reap(now);
+        let job = &self.jobs[j];
+        if !(job.can_submit() || job.sync_due() || job.end_sync_due()) {
+            return None;
+        }
+        Some(if job.can_submit() {
+            self.ios_per_call(j).min(job.reaped_free().max(1) as usize)
+        } else {
+            1
+        })
     }
 
     /// Submit up to `max_ios` I/Os of job `j` now.
@@ -1318,6 +1326,7 @@ impl Simulation {
             return;
         }
         job.finished = true;
+        let pid = job.cfg.pid;
         self.jobs_left -= 1;
         let end = job
             .end
@@ -1329,6 +1338,9 @@ impl Simulation {
         job.end = end;
         let g = job.cfg.group;
         obs.job_finished(j, end);
+        // fio's job process exits with its job: the scheduler releases its queues
+        // (`bfq_exit_icq`).
+        self.queue.exit_task(now, pid);
         let gi = self.groups.iter().position(|x| *x == g).unwrap_or(0);
         self.group_left[gi] -= 1;
         if self.group_left[gi] == 0 {

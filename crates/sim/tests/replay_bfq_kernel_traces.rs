@@ -10,20 +10,38 @@ fn run(name: &str) -> (Converted, CompareReport) {
     run_with(name, &[])
 }
 
+/// [`run`] on the recording without the lines containing `drop` (to show what a
+/// recorded fact changes).
+fn run_without(name: &str, drop: &str) -> (Converted, CompareReport) {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/kernel")
+        .join(name);
+    let text: String = std::fs::read_to_string(&p)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains(drop))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (_kt, _fit, conv) = kernel_trace::load_checked(&text, "bfq", None).unwrap();
+    let r = kernel_trace::compare(&conv, &CompareOptions::default()).unwrap();
+    (conv, r)
+}
+
 /// [`run`] with extra tunables (applied after the recorded ones).
 fn run_with(name: &str, extra: &[(&str, &str)]) -> (Converted, CompareReport) {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/kernel")
         .join(name);
     let text = std::fs::read_to_string(&p).unwrap();
-    let (kt, _fit, mut conv) = kernel_trace::load(&text, "bfq", None);
+    let (kt, _fit, mut conv) = kernel_trace::load_checked(&text, "bfq", None).unwrap();
     for (k, v) in extra {
         conv.header.tunables.push((k.to_string(), v.to_string()));
     }
     assert_eq!(kt.meta.hz, Some(250));
     assert_eq!(kt.meta.sched.as_deref(), Some("bfq"));
-    // Loop devices are rotational, which BFQ's idling rules read.
-    assert!(conv.header.rotational);
+    // Loop devices are rotational, which BFQ's idling rules read (`bfq-nonrot.txt`
+    // was recorded with `--rotational 0`).
+    assert_eq!(conv.header.rotational, !name.contains("nonrot"));
     assert_eq!(conv.stats.unmatched_issues, 0);
     assert_eq!(conv.stats.unmatched_completes, 0);
     let r = kernel_trace::compare(&conv, &CompareOptions::default()).unwrap();
@@ -133,7 +151,154 @@ fn four_readers_started_together_stable_merge() {
 #[test]
 fn four_readers_in_one_cgroup_started_together() {
     let (_, r) = run("bfq-stable4cg.txt");
-    assert_eq!(figures(&r), (480, 471, 473));
+    assert_eq!(figures(&r), (480, 472, 474));
     let (_, r) = run_with("bfq-stable4cg.txt", &[("queue_merging", "0")]);
     assert_eq!(figures(&r), (480, 461, 474));
+}
+
+// ----------------------------------------------------------------------------
+// Recordings made for issue 12 (kernel 6.18.44, HZ 250, loop device, psync or
+// libaio, 4 KiB random reads unless said otherwise). See docs/validation.md §5.
+
+/// An RT-class psync reader (64 KiB) beside two BE readers (512 KiB each). The RT
+/// job ends first; its process exit (recorded `sched_process_exit`, replayed as
+/// `bfq_exit_icq`) ends the RT queue's idling at once and the BE readers are served.
+/// Without the exits replayed the RT queue idles on and 8 decisions disagree.
+#[test]
+fn rt_reader_exits_beside_be_readers() {
+    let (c, r) = run("bfq-rtexit.txt");
+    let exits = c
+        .ops
+        .iter()
+        .filter(|op| matches!(op.kind, sim::replay::OpKind::Exit { .. }))
+        .count();
+    assert_eq!(exits, 3, "the three fio job processes");
+    assert_eq!(figures(&r), (272, 271, 272));
+    let (_, r) = run_without("bfq-rtexit.txt", "sched_process_exit");
+    assert_eq!(figures(&r), (272, 264, 270));
+}
+
+/// The seed-4 shape: four psync readers, each in its own cgroup (`/c1`..`/c4`),
+/// equal weights, with and without `low_latency`.
+#[test]
+fn one_cgroup_per_process() {
+    let (_, r) = run("bfq-cg4.txt");
+    assert_eq!(figures(&r), (256, 256, 256));
+    let (c, r) = run("bfq-cg4-nolowlat.txt");
+    assert!(c
+        .header
+        .tunables
+        .contains(&("low_latency".into(), "0".into())));
+    assert_eq!(figures(&r), (256, 256, 256));
+}
+
+/// The seed-4 shape at length: four psync readers in `/c1`..`/c4`, 2 MiB each. The
+/// groups make the scenario asymmetric, so the in-service queue is plugged while
+/// its process prepares its next read, and both the kernel and ours inject other
+/// groups' reads into those windows (about 600 of our dispatches here). With our
+/// injection switched off (`bfq.injection=0`) the replay disagrees at once and
+/// stays at 70.75 %: the kernel does inject in this shape.
+#[test]
+fn one_cgroup_per_process_with_injection() {
+    let (_, r) = run("bfq-cg4-long.txt");
+    assert_eq!(figures(&r), (2048, 2048, 2048));
+    let (_, r) = run_with("bfq-cg4-long.txt", &[("injection", "0")]);
+    assert_eq!(figures(&r), (2048, 1443, 1449));
+}
+
+/// Four psync readers sharing one cgroup (`/sh`).
+#[test]
+fn four_processes_in_one_cgroup() {
+    let (_, r) = run("bfq-cgshared4.txt");
+    assert_eq!(figures(&r), (256, 256, 256));
+}
+
+/// RT (level 3), BE and IDLE-class psync readers together.
+#[test]
+fn rt_be_and_idle_classes() {
+    let (_, r) = run("bfq-classes.txt");
+    assert_eq!(figures(&r), (224, 224, 224));
+}
+
+/// `queue/rotational` set to 0 on the loop device (two psync readers and a libaio
+/// reader at iodepth 8).
+#[test]
+fn non_rotational() {
+    let (c, r) = run("bfq-nonrot.txt");
+    assert!(!c.header.rotational);
+    assert_eq!(figures(&r), (512, 505, 512));
+}
+
+/// Three sequential psync readers with 8 KiB holes, 4 KiB apart: interleaved
+/// sectors close to each other (the queue-merging paths).
+#[test]
+fn interleaved_close_readers() {
+    let (_, r) = run("bfq-interleave3.txt");
+    assert_eq!(figures(&r), (384, 381, 384));
+}
+
+/// Non-default tunables: `low_latency=0 timeout_sync=40 slice_idle_us=3000
+/// back_seek_penalty=1 fifo_expire_sync=40`, two libaio randrw jobs.
+#[test]
+fn non_default_tunables() {
+    let (c, r) = run("bfq-tunables.txt");
+    for (k, v) in [
+        ("low_latency", "0"),
+        ("timeout_sync", "40"),
+        ("slice_idle_us", "3000"),
+        ("back_seek_penalty", "1"),
+        ("fifo_expire_sync", "40"),
+    ] {
+        assert!(c.header.tunables.contains(&(k.into(), v.into())), "{k}");
+    }
+    assert_eq!(figures(&r), (512, 512, 512));
+}
+
+/// Two cgroups with `blkio.bfq.weight` 100 and 500, read back into the recording.
+/// Without the weights (both at the default) 7 decisions disagree.
+#[test]
+fn cgroups_with_different_weights() {
+    let (c, r) = run("bfq-weights.txt");
+    assert_eq!(
+        c.header.cgroup_weights,
+        [("/wa".to_string(), 100), ("/wb".to_string(), 500)]
+    );
+    assert_eq!(figures(&r), (512, 512, 512));
+    let (_, r) = run_without("bfq-weights.txt", "cgroup_weight=");
+    assert_eq!(figures(&r), (512, 505, 506));
+}
+
+/// A per-device weight override (`blkio.bfq.weight_device` `7:0 1000`) on a cgroup
+/// whose default weight is 100: the group schedules with 1000 on the recorded
+/// device. Without the override line: 3 decisions disagree.
+#[test]
+fn per_device_weight_override() {
+    let (c, r) = run("bfq-devweight.txt");
+    assert_eq!(
+        c.header.cgroup_weights,
+        [("/da".to_string(), 100), ("/db".to_string(), 1000)]
+    );
+    assert_eq!(figures(&r), (512, 512, 512));
+    let (_, r) = run_without("bfq-devweight.txt", "cgroup_weight_device");
+    assert_eq!(figures(&r), (512, 509, 509));
+}
+
+/// Two libaio readers at BE level 2 (`prioclass=2 prio=2`, weight 60: not raised)
+/// with `low_latency=0`.
+#[test]
+fn explicit_be_priority_not_raised() {
+    let (_, r) = run("bfq-be2.txt");
+    assert_eq!(figures(&r), (512, 512, 512));
+}
+
+/// `max_budget=64` with two sequential libaio readers (iodepth 8) 16 MiB apart:
+/// budgets run out every 8 requests. Not yet understood (docs/validation.md §5):
+/// from decision 207 the kernel serves the other queue's request while ours keeps
+/// the newly served queue plugged.
+#[test]
+fn budget_exhaustion_with_max_budget_set() {
+    let (c, r) = run("bfq-maxbudget.txt");
+    // The 7 insert merges are replayed as the inserts they were.
+    assert_eq!(c.stats.insert_merges, 7);
+    assert_eq!(figures(&r), (505, 373, 378));
 }

@@ -188,10 +188,23 @@ pub trait Elevator {
     fn limit_depth(&self, _op: Op, _flags: ReqFlags) -> Option<u32> {
         None
     }
+    /// `limit_depth` with the allocating process known (BFQ limits a process whose
+    /// queue or groups hold more than their share of tags); by default
+    /// [`Elevator::limit_depth`].
+    fn limit_depth_for(&self, op: Op, flags: ReqFlags, _pid: u32) -> Option<u32> {
+        self.limit_depth(op, flags)
+    }
     /// `depth_updated`: `nr_requests` changed (also called once at init).
     fn depth_updated(&mut self, _nr_requests: u32) {}
     /// `prepare_request`: a request was allocated for this scheduler.
     fn prepare_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId) {}
+    /// `exit_icq`: process `pid` exited, and with it its I/O context (BFQ drops the
+    /// process's queues, `bfq_exit_icq`). Requests it left behind stay queued or in
+    /// flight. Returns whether the scheduler asks for a queue run
+    /// (`bfq_schedule_dispatch`).
+    fn exit_icq(&mut self, _ctx: &mut ElvCtx, _pid: u32) -> bool {
+        false
+    }
     /// `bio_merge`: try to merge `bio` (already stored as `bio_id`) into a queued
     /// request. Returns true when merged; the bio then belongs to that request.
     fn bio_merge(&mut self, _ctx: &mut ElvCtx, _bio: &Bio, _bio_id: BioId) -> bool {

@@ -162,6 +162,10 @@ impl TagPool {
             free: (0..depth).rev().collect(),
         }
     }
+    /// Whether [`TagPool::get`] with `limit` would succeed.
+    fn fits(&self, limit: u32) -> bool {
+        self.used < limit.min(self.depth) && !self.free.is_empty()
+    }
     /// Take a tag if fewer than `limit` (≤ depth) are in use.
     fn get(&mut self, limit: u32) -> Option<u32> {
         if self.used >= limit.min(self.depth) {
@@ -341,6 +345,8 @@ pub struct Queue {
     split_left: FxHashMap<u64, u32>,
     /// Work counted for the host model.
     work: Work,
+    /// The CPU the caller acts on ([`Queue::set_cpu`]).
+    cur_cpu: u32,
 }
 
 impl std::fmt::Debug for Queue {
@@ -397,6 +403,7 @@ impl Queue {
             requeue_at: None,
             split_left: FxHashMap::default(),
             work: Work::default(),
+            cur_cpu: 0,
             cfg,
         }
     }
@@ -417,6 +424,12 @@ impl Queue {
         let mut w = std::mem::take(&mut self.work);
         w.elv = self.elevator.take_work();
         w
+    }
+
+    /// The CPU the caller's next calls act on (a host model): requests handed to
+    /// the driver record it as their [`Request::issue_cpu`].
+    pub fn set_cpu(&mut self, cpu: u32) {
+        self.cur_cpu = cpu;
     }
 
     /// An elevator other than `none` is attached.
@@ -680,8 +693,10 @@ impl Queue {
             }
             self.bios.free(bio_id);
         }
-        if !self.hctxs[hctx as usize].tag_waiters.is_empty() {
-            // Tasks already asleep on this hctx's tags get them first.
+        if self.waiter_fits(hctx).is_some() {
+            // Tasks already asleep on this hctx's tags get them first — those that
+            // can take one: a waiter held back by its own shallow depth (BFQ's one
+            // tag for a process over its share) does not hold up the others.
             self.sleep_on_tag(now, hctx, bio);
             return Submitted::Sleeping;
         }
@@ -701,17 +716,30 @@ impl Queue {
         self.hctxs[hctx as usize].tag_waiters.push_back(bio);
     }
 
+    /// The shallow depth an allocation for `bio` may use (`limit_depth`).
+    fn alloc_limit(&self, bio: &Bio) -> u32 {
+        if self.has_elevator {
+            self.elevator
+                .limit_depth_for(bio.op, bio.flags, bio.pid)
+                .unwrap_or(self.nr_requests)
+        } else {
+            self.nr_requests
+        }
+    }
+
+    /// The first task asleep on `hctx`'s tags whose allocation would succeed now.
+    fn waiter_fits(&self, hctx: u16) -> Option<usize> {
+        let h = &self.hctxs[hctx as usize];
+        h.tag_waiters
+            .iter()
+            .position(|b| h.sched_tags.fits(self.alloc_limit(b)))
+    }
+
     /// `__blk_mq_alloc_requests` + `blk_mq_bio_to_request`: a scheduler tag of the
     /// submitting CPU's hctx (within the elevator's shallow depth), a request built
     /// from the bio, and the elevator's `prepare_request`.
     fn alloc_request(&mut self, now: Ns, hctx: u16, bio: &Bio) -> Option<RqId> {
-        let limit = if self.has_elevator {
-            self.elevator
-                .limit_depth(bio.op, bio.flags)
-                .unwrap_or(self.nr_requests)
-        } else {
-            self.nr_requests
-        };
+        let limit = self.alloc_limit(bio);
         let tag = self.hctxs[hctx as usize].sched_tags.get(limit)?;
         self.work.tags += 1;
         let bio_id = self.bios.alloc(*bio);
@@ -830,11 +858,14 @@ impl Queue {
             h.sched_tags.put(t);
         }
         self.sched_restart(now, hctx);
-        while let Some(bio) = self.hctxs[hctx as usize].tag_waiters.front().copied() {
+        // Wake waiters in order, passing over those their own shallow depth still
+        // holds back (they retry at the next release).
+        while let Some(i) = self.waiter_fits(hctx) {
+            let bio = self.hctxs[hctx as usize].tag_waiters[i];
             let Some(id) = self.alloc_request(now, hctx, &bio) else {
                 break;
             };
-            self.hctxs[hctx as usize].tag_waiters.pop_front();
+            self.hctxs[hctx as usize].tag_waiters.remove(i);
             self.place(now, id, None);
         }
     }
@@ -975,6 +1006,23 @@ impl Queue {
         }
         self.free_merged(now);
         self.run_all_async(now, cur.unwrap_or(0));
+    }
+
+    /// Process `pid` exited (`exit_io_context`): the elevator's `exit_icq`; the
+    /// hardware queues are run if it schedules a dispatch.
+    pub fn exit_task(&mut self, now: Ns, pid: u32) {
+        if !self.has_elevator {
+            return;
+        }
+        let run = {
+            let (mut ctx, e) = self.ctx(now, 0);
+            e.exit_icq(&mut ctx, pid)
+        };
+        if run {
+            for h in 0..self.hctxs.len() as u16 {
+                self.run_async(now, h);
+            }
+        }
     }
 
     /// The elevator's timer is due; afterwards the hardware queues the elevator
@@ -1156,6 +1204,7 @@ impl Queue {
             let r = self.rqs.get_mut(id);
             r.started = true;
             r.issue_ns = now;
+            r.issue_cpu = self.cur_cpu;
         }
         self.work.queue_rqs += 1;
         let st = drv.queue_rq(now, id, self.rqs.get(id), last);

@@ -154,3 +154,56 @@ fn submitters_sleep_on_sched_tags_and_are_woken_in_order() {
     assert_eq!(d.order.len(), 5);
     assert_eq!(q.request(d.order[4]).sector, Sector(400));
 }
+
+/// A task's exit reaches the elevator (`exit_io_context` → `exit_icq`): BFQ idling
+/// for an RT process's queue after its last read ends at the exit, and the queue is
+/// run, so the BE read that waited is dispatched.
+#[test]
+fn task_exit_ends_bfq_idling_and_runs_the_queue() {
+    let mut q = Queue::new(
+        QueueConfig {
+            nr_requests: Some(64),
+            queue_depth: 4,
+            rotational: true,
+            ..Default::default()
+        },
+        |p| {
+            let mut b = crate::elevator::bfq::Bfq::new(p);
+            b.set_tunable("low_latency", "0").unwrap();
+            Box::new(b)
+        },
+    );
+    let mut d = Fake {
+        cap: 4,
+        inflight: vec![],
+        refuse_with: QueueRqStatus::DevResource,
+        order: vec![],
+    };
+    let rt = Bio {
+        ioprio: IoPrio {
+            class: crate::types::IoClass::Rt,
+            level: 0,
+        },
+        ..bio(0, 1)
+    };
+    let be = Bio {
+        pid: 2,
+        ..bio(500_000, 2)
+    };
+    q.submit_bio(Ns(10), rt);
+    q.run(Ns(10), &mut d);
+    assert_eq!(d.order.len(), 1);
+    q.submit_bio(Ns(20), be);
+    q.run(Ns(20), &mut d);
+    assert_eq!(d.order.len(), 1, "the RT queue is in service");
+    q.complete(Ns(1_000), d.order[0]);
+    q.run(Ns(1_000), &mut d);
+    assert_eq!(d.order.len(), 1, "idling for the RT queue");
+    q.exit_task(Ns(2_000), 1);
+    assert_eq!(q.next_run(), Some(Ns(2_000)));
+    q.run(Ns(2_000), &mut d);
+    assert_eq!(d.order.len(), 2, "the BE read is dispatched at the exit");
+    // An exit of a task the scheduler never saw changes nothing.
+    q.exit_task(Ns(3_000), 99);
+    assert_eq!(q.next_run(), None);
+}

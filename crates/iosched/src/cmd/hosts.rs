@@ -6,7 +6,7 @@ use std::io::Write;
 /// List the built-in host profiles with every parameter: name, value, unit, meaning.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  iosched hosts\n  iosched hosts kunpeng920\n  iosched hosts --host-file my-host.toml"
+    after_help = "Examples:\n  iosched hosts\n  iosched hosts kunpeng920\n  iosched hosts --host-file crates/host/profiles/laptop-4c.toml"
 )]
 pub struct Args {
     /// Show only this host.

@@ -75,6 +75,19 @@ pub struct RecordArgs {
     /// Directory for the scratch file.
     #[arg(long, default_value = "/var/tmp")]
     scratch_dir: PathBuf,
+    /// Write queue/rotational (loop devices report 1; BFQ's idling, merging and
+    /// injection rules read it). Restored on teardown.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=1))]
+    rotational: Option<u8>,
+    /// Create block cgroup PATH (if missing) and set its BFQ weight before fio runs
+    /// (repeatable): `blkio.bfq.weight` (cgroup v1) or `io.bfq.weight` (v2). Jobs
+    /// join it with fio's `--cgroup=`. Cgroups created here are removed on teardown.
+    #[arg(long = "cgroup-weight", value_name = "PATH=W")]
+    cgroup_weight: Vec<String>,
+    /// Give block cgroup PATH a weight for the loop device only (repeatable): a
+    /// `MAJ:MIN W` line in `blkio.bfq.weight_device` (v1) or `io.bfq.weight` (v2).
+    #[arg(long = "cgroup-device-weight", value_name = "PATH=W")]
+    cgroup_device_weight: Vec<String>,
     /// fio arguments (after `--`).
     #[arg(last = true, required = true)]
     fio: Vec<String>,
@@ -103,6 +116,12 @@ pub struct CompareArgs {
     /// Do not try to explain disagreements (faster on long traces).
     #[arg(long)]
     no_explain: bool,
+    /// How many inserts/completions an explanation may move a decision across.
+    #[arg(long, default_value_t = 8)]
+    window: usize,
+    /// How many later issues a swapped issue order may reach.
+    #[arg(long, default_value_t = 4)]
+    swap: usize,
     /// How many disagreements to show with context.
     #[arg(long, default_value_t = 5)]
     show: usize,
@@ -134,10 +153,11 @@ fn compare(a: CompareArgs) -> Result<()> {
     };
     let (kt, fit, conv) =
         kernel_trace::try_load(&text, &a.sched, a.hz, malformed).map_err(|e| {
-            // "line N: ..." becomes "FILE:N: ...", as every other input error.
-            match e.strip_prefix("line ") {
-                Some(rest) => anyhow!("{name}:{rest}"),
-                None => anyhow!("{name}: {e}"),
+            // "N: ..." becomes "FILE:N: ...", as every other input error.
+            if e.starts_with(|c: char| c.is_ascii_digit()) {
+                anyhow!("{name}:{e}")
+            } else {
+                anyhow!("{name}: {e}")
             }
         })?;
     if kt.events.is_empty() {
@@ -145,6 +165,8 @@ fn compare(a: CompareArgs) -> Result<()> {
     }
     let opts = CompareOptions {
         explain: !a.no_explain,
+        window: a.window,
+        swap: a.swap,
         ..Default::default()
     };
     let rep = kernel_trace::compare(&conv, &opts).map_err(|e| anyhow!("{name}: {e}"))?;
@@ -177,6 +199,7 @@ fn compare(a: CompareArgs) -> Result<()> {
             "exact_pct": rep.exact_pct(),
             "explained_pct": rep.explained_pct(),
             "missing": rep.missing,
+            "not_queued": rep.not_queued,
             "refusals": rep.refusals,
             "refusals_not_reproduced": rep.refusals_not_reproduced,
             "stopped": rep.stopped,
@@ -247,6 +270,12 @@ fn compare(a: CompareArgs) -> Result<()> {
                 rep.missing
             ));
         }
+        if rep.not_queued > 0 {
+            out.push_str(&format!(
+                "not compared: {} (the kernel's request was not queued in our replay)\n",
+                rep.not_queued
+            ));
+        }
         if rep.refusals + rep.refusals_not_reproduced > 0 {
             out.push_str(&format!(
                 "refused dispatch runs (blk-mq re-run timer): {} replayed, {} where {} would dispatch\n",
@@ -305,7 +334,7 @@ fn compare(a: CompareArgs) -> Result<()> {
 // ---------------------------------------------------------------- recording
 
 const TRACEFS: &str = "/sys/kernel/tracing";
-const EVENTS: [&str; 7] = [
+const EVENTS: [&str; 8] = [
     "block/block_rq_insert",
     "block/block_rq_issue",
     "block/block_rq_complete",
@@ -313,7 +342,21 @@ const EVENTS: [&str; 7] = [
     "block/block_rq_requeue",
     "timer/timer_start",
     "timer/timer_expire_entry",
+    // fio's job processes exiting: BFQ drops a process's queues then (bfq_exit_icq).
+    "sched/sched_process_exit",
 ];
+
+/// The filter of each non-block event in [`EVENTS`] (block events are filtered by
+/// device): only fio's processes' exits matter.
+fn event_filter(e: &str, devt: u64) -> Option<String> {
+    if e.starts_with("block/") {
+        Some(format!("dev == {devt}"))
+    } else if e == "sched/sched_process_exit" {
+        Some("comm == \"fio\"".to_string())
+    } else {
+        None
+    }
+}
 
 /// Bio merge events, enabled with `--merges-only` (counted, not saved).
 const BIO_MERGE_EVENTS: [&str; 2] = ["block/block_bio_backmerge", "block/block_bio_frontmerge"];
@@ -357,6 +400,10 @@ struct Recording {
     old_sched: Option<(PathBuf, String)>,
     /// `queue/nomerges` before we changed it (the queue outlives the detach too).
     old_nomerges: Option<(PathBuf, String)>,
+    /// `queue/rotational` before we changed it.
+    old_rotational: Option<(PathBuf, String)>,
+    /// Cgroup directories we created, removed (deepest first) on teardown.
+    cgroups_made: Vec<PathBuf>,
     scratch: Option<PathBuf>,
 }
 
@@ -398,6 +445,19 @@ impl Drop for Recording {
         }
         if let Some((p, v)) = &self.old_nomerges {
             let _ = fs::write(p, v);
+        }
+        if let Some((p, v)) = &self.old_rotational {
+            let _ = fs::write(p, v);
+        }
+        for d in self.cgroups_made.iter().rev() {
+            // Tasks left in it (fio's are gone by now) would make rmdir fail: move
+            // any stragglers to the parent first.
+            if let (Ok(tasks), Some(parent)) = (fs::read_to_string(d.join("tasks")), d.parent()) {
+                for t in tasks.split_whitespace() {
+                    let _ = fs::write(parent.join("tasks"), t);
+                }
+            }
+            let _ = fs::remove_dir(d);
         }
         if let Some(dev) = &self.loopdev {
             let _ = Command::new("losetup").arg("-d").arg(dev).status();
@@ -559,6 +619,20 @@ fn record_inner(
         }
         write_attr(q.join("nomerges"), &n.to_string())?;
     }
+    if let Some(r) = a.rotational {
+        if let Ok(old) = read_attr(q.join("rotational")) {
+            rec.old_rotational = Some((q.join("rotational"), old));
+        }
+        write_attr(q.join("rotational"), &r.to_string())?;
+    }
+    for (spec, per_device) in a
+        .cgroup_weight
+        .iter()
+        .map(|s| (s, false))
+        .chain(a.cgroup_device_weight.iter().map(|s| (s, true)))
+    {
+        set_cgroup_weight(rec, spec, per_device.then_some((maj, min)))?;
+    }
     for (k, v) in sets {
         let p = q.join("iosched").join(k);
         if !p.exists() {
@@ -580,11 +654,8 @@ fn record_inner(
     )?;
     let devt = ((maj as u64) << 20) | min as u64;
     for e in EVENTS {
-        if e.starts_with("block/") {
-            write_attr(
-                format!("{TRACEFS}/events/{e}/filter"),
-                &format!("dev == {devt}"),
-            )?;
+        if let Some(f) = event_filter(e, devt) {
+            write_attr(format!("{TRACEFS}/events/{e}/filter"), &f)?;
         }
         write_attr(format!("{TRACEFS}/events/{e}/enable"), "1")?;
     }
@@ -623,7 +694,11 @@ fn record_inner(
     let mut fio = Command::new("fio");
     // Global options go before the first --name, so the device applies to every job.
     fio.arg(format!("--filename={dev}")).args(&a.fio);
-    let (fio_out, task_cgroups) = run_watching_cgroups(fio)?;
+    let FioRun {
+        output: fio_out,
+        task_cgroups,
+        weights,
+    } = run_watching_cgroups(fio, (maj, min))?;
     write_attr(format!("{TRACEFS}/tracing_on"), "0")?;
     let stat_after = read_attr(&stat_path)?;
     check_interrupted()?;
@@ -672,6 +747,16 @@ fn record_inner(
     }
     for (tid, path) in &task_cgroups {
         hdr.push_str(&format!("# iosched: task_cgroup={tid} {path}\n"));
+    }
+    for (path, w) in &weights {
+        if let Some(d) = w.default {
+            hdr.push_str(&format!("# iosched: cgroup_weight={path} {d}\n"));
+        }
+        if let Some(d) = w.device {
+            hdr.push_str(&format!(
+                "# iosched: cgroup_weight_device={path} {maj}:{min} {d}\n"
+            ));
+        }
     }
     hdr.push_str(&format!("# iosched: size={size}\n"));
     hdr.push_str(&format!("# iosched: fio={}\n", a.fio.join(" ")));
@@ -736,12 +821,7 @@ fn record_inner(
 /// threads) while they live: block events name the submitting task, not its cgroup,
 /// and BFQ schedules by cgroup. Only tasks outside the root cgroup are listed, in tid
 /// order.
-fn run_watching_cgroups(
-    mut fio: Command,
-) -> Result<(
-    std::process::Output,
-    std::collections::BTreeMap<u32, String>,
-)> {
+fn run_watching_cgroups(mut fio: Command, dev: (u32, u32)) -> Result<FioRun> {
     use std::process::Stdio;
     let mut child = fio
         .stdout(Stdio::piped())
@@ -761,8 +841,16 @@ fn run_watching_cgroups(
     });
     let root = child.id();
     let mut seen = std::collections::BTreeMap::new();
+    let mut weights = std::collections::BTreeMap::new();
     let status = loop {
         note_task_cgroups(root, &mut seen);
+        // Read each cgroup's weights when first seen: fio removes the cgroups it
+        // made when it ends.
+        for path in seen.values() {
+            if !weights.contains_key(path) {
+                weights.insert(path.clone(), read_cgroup_weight(path, dev));
+            }
+        }
         if let Some(st) = child.try_wait().context("waiting for fio")? {
             break st;
         }
@@ -770,14 +858,132 @@ fn run_watching_cgroups(
     };
     let stdout = out_t.join().unwrap_or_default();
     let stderr = err_t.join().unwrap_or_default();
-    Ok((
-        std::process::Output {
+    Ok(FioRun {
+        output: std::process::Output {
             status,
             stdout,
             stderr,
         },
-        seen,
-    ))
+        task_cgroups: seen,
+        weights,
+    })
+}
+
+/// What [`run_watching_cgroups`] saw: fio's output, the block cgroup of each of its
+/// tasks outside the root, and those cgroups' BFQ weights.
+struct FioRun {
+    output: std::process::Output,
+    task_cgroups: std::collections::BTreeMap<u32, String>,
+    weights: std::collections::BTreeMap<String, CgroupWeight>,
+}
+
+/// Where the block cgroup hierarchy is mounted: the v1 `blkio` controller's
+/// directory if there is one, else the unified (v2) hierarchy; and whether it is v1.
+fn blkio_root() -> Option<(PathBuf, bool)> {
+    for (p, v1) in [
+        ("/sys/fs/cgroup/blkio", true),
+        ("/sys/fs/cgroup/unified", false),
+        ("/sys/fs/cgroup", false),
+    ] {
+        let p = PathBuf::from(p);
+        // The root has no weight file: a v1 blkio root has blkio.reset_stats, a v2
+        // root cgroup.controllers.
+        let is = if v1 {
+            p.join("blkio.reset_stats").exists()
+        } else {
+            p.join("cgroup.controllers").exists()
+        };
+        if is {
+            return Some((p, v1));
+        }
+    }
+    None
+}
+
+/// A cgroup's BFQ weights as read back: the default, and the override for the
+/// recorded device if it has one.
+#[derive(Debug, Clone, Copy, Default)]
+struct CgroupWeight {
+    default: Option<u32>,
+    device: Option<u32>,
+}
+
+/// Parse the text of `io.bfq.weight` (`default W` then `MAJ:MIN W` lines) or of v1
+/// `blkio.bfq.weight` (`W`) / `blkio.bfq.weight_device` (`MAJ:MIN W` lines).
+fn parse_weight_text(text: &str, dev: (u32, u32), w: &mut CgroupWeight) {
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        match f.as_slice() {
+            [v] => w.default = v.parse().ok(),
+            ["default", v] => w.default = v.parse().ok(),
+            [d, v] => {
+                let d = d
+                    .split_once(':')
+                    .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)));
+                if d == Some(dev) {
+                    w.device = v.parse().ok();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The BFQ weights of block cgroup `path` (absolute, as in `/proc/PID/cgroup`).
+fn read_cgroup_weight(path: &str, dev: (u32, u32)) -> CgroupWeight {
+    let mut w = CgroupWeight::default();
+    let Some((root, v1)) = blkio_root() else {
+        return w;
+    };
+    let dir = root.join(path.trim_start_matches('/'));
+    let files: &[&str] = if v1 {
+        &["blkio.bfq.weight", "blkio.bfq.weight_device"]
+    } else {
+        &["io.bfq.weight"]
+    };
+    for f in files {
+        if let Ok(t) = fs::read_to_string(dir.join(f)) {
+            parse_weight_text(&t, dev, &mut w);
+        }
+    }
+    w
+}
+
+/// `--cgroup-weight PATH=W` / `--cgroup-device-weight PATH=W` (with `dev`): create
+/// the cgroup if needed (noted for removal) and write its weight.
+fn set_cgroup_weight(rec: &mut Recording, spec: &str, dev: Option<(u32, u32)>) -> Result<()> {
+    let (path, w) = spec
+        .split_once('=')
+        .ok_or_else(|| anyhow!("--cgroup-weight '{spec}': expected PATH=W"))?;
+    let w: u32 = w
+        .parse()
+        .ok()
+        .filter(|w| (1..=1000).contains(w))
+        .ok_or_else(|| anyhow!("--cgroup-weight '{spec}': the weight must be 1..=1000"))?;
+    let rel = path.trim_matches('/');
+    if rel.is_empty()
+        || rel
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        bail!("--cgroup-weight '{spec}': bad cgroup path");
+    }
+    let (root, v1) = blkio_root().ok_or_else(|| anyhow!("no block cgroup hierarchy found"))?;
+    let mut dir = root.clone();
+    for c in rel.split('/') {
+        dir = dir.join(c);
+        if !dir.exists() {
+            fs::create_dir(&dir).with_context(|| format!("creating cgroup {}", dir.display()))?;
+            rec.cgroups_made.push(dir.clone());
+        }
+    }
+    let (file, text) = match (v1, dev) {
+        (true, None) => ("blkio.bfq.weight", w.to_string()),
+        (true, Some((a, b))) => ("blkio.bfq.weight_device", format!("{a}:{b} {w}")),
+        (false, None) => ("io.bfq.weight", format!("default {w}")),
+        (false, Some((a, b))) => ("io.bfq.weight", format!("{a}:{b} {w}")),
+    };
+    write_attr(dir.join(file), &text)
 }
 
 /// The block cgroup path of every task of `root` and of its child processes.

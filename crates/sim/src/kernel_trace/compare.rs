@@ -80,9 +80,12 @@ pub struct CompareReport {
     pub explained: usize,
     /// All disagreements, in order.
     pub disagreements: Vec<Disagreement>,
-    /// Decisions where the kernel's request was not queued in our scheduler (our
-    /// insert merge absorbed it); skipped.
+    /// Decisions where the kernel's request had been absorbed by our insert merge
+    /// (the kernel did not merge it); skipped.
     pub missing: usize,
+    /// Decisions where the kernel's request was not queued in our scheduler for
+    /// another reason (never inserted, or already dispatched by our replay); skipped.
+    pub not_queued: usize,
     /// Set when the comparison had to stop early (e.g. the scheduler cannot be forced).
     pub stopped: Option<String>,
     /// Recorded refused dispatch runs ([`Converted::refusals`]) replayed as dispatch
@@ -421,7 +424,14 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             let (_, latest) = open[k];
             let mut probe = forced.rebuild(c, i, &refused)?;
             if refuse(&mut probe, c, i)?.is_none() {
-                refuse(&mut r, c, i)?;
+                // Replay the refusal on the running replay. Its state can differ from
+                // the rebuilt probe's (a rebuild forces every dispatch, also those ours
+                // chose itself); if ours dispatches there, continue from the probe:
+                // a request only our replay dispatched would later be counted as not
+                // queued instead of being compared.
+                if refuse(&mut r, c, i)?.is_some() {
+                    r = probe;
+                }
                 refused.push(i);
                 rep.refusals += 1;
                 open.remove(k);
@@ -438,8 +448,13 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             continue;
         };
         if !r.is_queued(k) {
-            // Our insert merge absorbed it; nothing to compare. Keep the op's time.
-            rep.missing += 1;
+            // Nothing to compare. Say why: our insert merge absorbed it, or (a
+            // replay inconsistency) our replay already dispatched it.
+            if r.is_merged_away(k) {
+                rep.missing += 1;
+            } else {
+                rep.not_queued += 1;
+            }
             continue;
         }
         let decision = rep.decisions;

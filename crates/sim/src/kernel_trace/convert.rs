@@ -211,6 +211,47 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
             .map(|s| s.ts_ns.saturating_sub(t0))
             .collect();
     }
+    // Each cgroup's weight on the recorded device: its override for this device if
+    // it has one, else its default (what `bfq_io_set_weight` /
+    // `bfq_io_set_device_weight` leave in the group's entity).
+    for (path, &w) in &kt.meta.cgroup_weights {
+        let w = kt
+            .meta
+            .cgroup_device_weights
+            .get(&(path.clone(), dev))
+            .copied()
+            .unwrap_or(w);
+        c.header.cgroup_weights.push((path.clone(), w));
+    }
+    for ((path, d), &w) in &kt.meta.cgroup_device_weights {
+        if *d == dev && !kt.meta.cgroup_weights.contains_key(path) {
+            c.header.cgroup_weights.push((path.clone(), w));
+        }
+    }
+    // Exits of the processes that inserted requests, in trace order among the block
+    // events (the kernel releases the process's queues right after the event).
+    let submitters: std::collections::BTreeSet<u32> = events
+        .iter()
+        .filter(|e| e.kind == BlockKind::Insert)
+        .map(|e| e.pid)
+        .collect();
+    let exits: Vec<&super::parse::ProcessExit> = kt
+        .exits
+        .iter()
+        .filter(|x| submitters.contains(&x.pid))
+        .collect();
+    let mut next_exit = 0usize;
+    let push_exit = |c: &mut Converted, x: &super::parse::ProcessExit, last_t: &mut u64| {
+        let t = x.ts_ns.saturating_sub(t0).max(*last_t);
+        *last_t = t;
+        c.ops.push(TraceOp {
+            t,
+            jiffies: Some(fit.jiffies_at(x.ts_ns)),
+            kind: OpKind::Exit { pid: x.pid.max(1) },
+        });
+        c.expected.push(None);
+        c.source_line.push(x.line);
+    };
     let mut dropped = vec![];
     let mut queued: Vec<Pending> = Vec::new();
     let mut inflight: Vec<Pending> = Vec::new();
@@ -218,6 +259,10 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
     let mut next_id = 1u64;
     let mut last_t = 0u64;
     for e in events.iter().copied() {
+        while let Some(x) = exits.get(next_exit).filter(|x| x.line < e.line) {
+            push_exit(&mut c, x, &mut last_t);
+            next_exit += 1;
+        }
         // tracefs sorts per-CPU buffers by time; never let t go backwards anyway.
         let t = e.ts_ns.saturating_sub(t0).max(last_t);
         last_t = t;
@@ -292,7 +337,49 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                         dropped.push(p.op_index);
                         c.stats.request_merges += 1;
                     }
-                    None => c.stats.insert_merges += 1,
+                    None => {
+                        c.stats.insert_merges += 1;
+                        // An insert merge (`blk_mq_sched_try_insert_merge`): the new
+                        // request joined a queued one before its insert event, growing
+                        // it then and not at its issue. Replay the new request's insert
+                        // so that the scheduler merges it at the same moment (its
+                        // `bfq_init_rq` side effects included); the request it grew
+                        // keeps the geometry it had at its own insert.
+                        let into = queued.iter_mut().rev().find(|p| {
+                            p.dir == dir
+                                && p.class == class
+                                && (p.end == e.sector || p.sector == e.end())
+                        });
+                        if let Some(p) = into {
+                            if p.end == e.sector {
+                                p.end = e.end();
+                            } else {
+                                p.sector = e.sector;
+                            }
+                            let id = next_id;
+                            next_id += 1;
+                            let op = InsertOp {
+                                id,
+                                sector: e.sector,
+                                sectors: e.nr_sectors,
+                                dir,
+                                class: e.class,
+                                level: e.level.min(7),
+                                at_head: false,
+                                pid: e.pid.max(1),
+                                cpu: e.cpu.min(7),
+                                cgroup: kt
+                                    .meta
+                                    .task_cgroups
+                                    .get(&e.pid)
+                                    .cloned()
+                                    .unwrap_or_else(|| "/".into()),
+                                flags: flags_of(e),
+                                alloc_t: None,
+                            };
+                            push(&mut c, OpKind::Insert(op), None);
+                        }
+                    }
                 }
             }
             BlockKind::Issue => {
@@ -358,6 +445,9 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                 );
             }
         }
+    }
+    for x in &exits[next_exit..] {
+        push_exit(&mut c, x, &mut last_t);
     }
     if !dropped.is_empty() {
         dropped.sort_unstable();

@@ -17,7 +17,9 @@ pub mod parse;
 pub use compare::{compare, CompareOptions, CompareReport, Disagreement};
 pub use convert::{convert, ConvertStats, Converted, DepthChange};
 pub use fit::{fit, JiffiesFit};
-pub use parse::{parse, BlockEvent, BlockKind, KernelTrace, KyberEvent, KyberEventKind, TraceMeta};
+pub use parse::{
+    parse, BlockEvent, BlockKind, KernelTrace, KyberEvent, KyberEventKind, ProcessExit, TraceMeta,
+};
 
 /// What [`try_load`] does with lines it cannot parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,9 +31,10 @@ pub enum Malformed {
     Skip,
 }
 
-/// [`load`], checked: `hz` (given or recorded) must be 1 to [`fit::MAX_HZ`], and a
-/// line the reader cannot parse is an error `line N: reason` unless `malformed` is
-/// [`Malformed::Skip`].
+/// [`load`], checked: the header must be readable and name a scheduler (see
+/// [`load_checked`]), a line the reader cannot parse is an error unless `malformed`
+/// is [`Malformed::Skip`], and `hz` (given or recorded) must be 1 to
+/// [`fit::MAX_HZ`]. Errors tied to a line read `N: reason` (N 1-based).
 pub fn try_load(
     text: &str,
     sched: &str,
@@ -39,10 +42,20 @@ pub fn try_load(
     malformed: Malformed,
 ) -> Result<(KernelTrace, JiffiesFit, Converted), String> {
     let kt = parse(text);
+    if let Some((n, e)) = kt.header_errors.first() {
+        return Err(format!("{n}: {e}"));
+    }
+    let header_lines = text.lines().filter(|l| l.starts_with("# iosched:")).count();
+    if header_lines == 0 {
+        return Err("1: no '# iosched:' header (not made by kernel-trace record?)".into());
+    }
+    if kt.meta.sched.is_none() {
+        return Err("1: the header names no scheduler (no '# iosched: sched=' line)".into());
+    }
     if malformed == Malformed::Reject {
         if let Some((line, why)) = kt.skipped.first() {
             return Err(format!(
-                "line {line}: {why} (use --skip-malformed to leave such lines out)"
+                "{line}: {why} (use --skip-malformed to leave such lines out)"
             ));
         }
     }
@@ -61,7 +74,14 @@ pub fn try_load(
 /// unparsable lines are left out (see [`KernelTrace::skipped`]); [`try_load`] is the
 /// checked form the command line uses.
 pub fn load(text: &str, sched: &str, hz: Option<u32>) -> (KernelTrace, JiffiesFit, Converted) {
-    let kt = parse(text);
+    load_parsed(parse(text), sched, hz)
+}
+
+fn load_parsed(
+    kt: KernelTrace,
+    sched: &str,
+    hz: Option<u32>,
+) -> (KernelTrace, JiffiesFit, Converted) {
     let hz = hz.or(kt.meta.hz).unwrap_or(250);
     finish(kt, sched, hz)
 }
@@ -71,4 +91,17 @@ fn finish(kt: KernelTrace, sched: &str, hz: u32) -> (KernelTrace, JiffiesFit, Co
     let f = fit(&kt.samples, hz).unwrap_or_else(|| JiffiesFit::unanchored(first, hz));
     let c = convert(&kt, sched, hz, &f);
     (kt, f, c)
+}
+
+/// [`load`], refusing a recording whose header it cannot read: the first bad
+/// `# iosched:` line (as `N: reason`, N the 1-based line), no header at all, or a header that
+/// names no scheduler (replaying such a recording would silently use default
+/// tunables and an unknown scheduler), and any other line it cannot parse:
+/// [`try_load`] with [`Malformed::Reject`].
+pub fn load_checked(
+    text: &str,
+    sched: &str,
+    hz: Option<u32>,
+) -> Result<(KernelTrace, JiffiesFit, Converted), String> {
+    try_load(text, sched, hz, Malformed::Reject)
 }

@@ -191,6 +191,13 @@ pub struct TraceMeta {
     pub rotational: Option<bool>,
     /// Block cgroup of each task (tid) of the workload outside the root cgroup.
     pub task_cgroups: std::collections::BTreeMap<u32, String>,
+    /// Each cgroup's default BFQ weight (`io.bfq.weight`'s `default W`, or
+    /// v1 `blkio.bfq.weight`), by path (`# iosched: cgroup_weight=PATH W`).
+    pub cgroup_weights: std::collections::BTreeMap<String, u32>,
+    /// Per-device overrides of those weights (`io.bfq.weight`'s `MAJ:MIN W` lines,
+    /// v1 `blkio.bfq.weight_device`), by path and device
+    /// (`# iosched: cgroup_weight_device=PATH MAJ:MIN W`).
+    pub cgroup_device_weights: std::collections::BTreeMap<(String, (u32, u32)), u32>,
     /// Other `key=value` lines (fio command, kernel release...).
     pub other: Vec<(String, String)>,
 }
@@ -215,12 +222,130 @@ pub struct KernelTrace {
     /// stamped then), in file order; `kind` is [`BlockKind::Insert`] and class/level
     /// are unknown (the event does not print them).
     pub getrqs: Vec<BlockEvent>,
-    /// Lines the reader could not parse (line, reason): any line other than a
-    /// comment, a blank line, a `# iosched:` header or an event of the recorded
-    /// kinds in tracefs's format. [`super::try_load`] makes them an error.
+    /// Lines that look like events but could not be parsed (line, reason).
     pub skipped: Vec<(usize, String)>,
     /// Events tracefs reported lost (`CPU:N [LOST M EVENTS]` lines).
     pub lost_events: u64,
+    /// Process exits (`sched_process_exit`), in file order.
+    pub exits: Vec<ProcessExit>,
+    /// `# iosched:` header lines that could not be read (line, reason): a
+    /// recording with any is refused by [`super::load_checked`].
+    pub header_errors: Vec<(usize, String)>,
+}
+
+/// A process exit (`sched_process_exit`): BFQ releases the process's queues
+/// (`bfq_exit_icq`) when its I/O context goes, right after this event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessExit {
+    /// 1-based line in the trace file.
+    pub line: usize,
+    /// Timestamp in ns.
+    pub ts_ns: u64,
+    /// The exiting task.
+    pub pid: u32,
+}
+
+/// Header keys `kernel-trace record` writes that replay does not need, kept in
+/// [`TraceMeta::other`]; any other unknown key is a header error.
+const INFORMATIONAL_KEYS: [&str; 7] = [
+    "format",
+    "kernel",
+    "device",
+    "size",
+    "fio",
+    "stat_before",
+    "stat_after",
+];
+
+/// `MAJ:MIN` (the form sysfs and cgroup files use) or `MAJ,MIN` (tracefs).
+fn parse_majmin(s: &str) -> Option<(u32, u32)> {
+    parse_dev(s).or_else(|| {
+        let (a, b) = s.split_once(':')?;
+        Some((a.parse().ok()?, b.parse().ok()?))
+    })
+}
+
+/// Read one `# iosched: key=value` line into `meta`; `Err` names what is wrong.
+fn header_line(meta: &mut TraceMeta, h: &str) -> Result<(), String> {
+    let (k, v) = h
+        .trim()
+        .split_once('=')
+        .ok_or_else(|| format!("header line without '=': '{}'", h.trim()))?;
+    let (k, v) = (k.trim(), v.trim());
+    let bad = || format!("bad value '{v}' for header key '{k}'");
+    match k {
+        "format" if v != "kernel-trace 1" => {
+            return Err(format!(
+                "unknown recording format '{v}' (expected 'kernel-trace 1')"
+            ))
+        }
+        "hz" => meta.hz = Some(v.parse().ok().filter(|&h| h > 0).ok_or_else(bad)?),
+        "dev" => meta.dev = Some(parse_dev(v).ok_or_else(bad)?),
+        "sched" => {
+            if v.is_empty() {
+                return Err(bad());
+            }
+            meta.sched = Some(v.to_string())
+        }
+        "nr_requests" => meta.nr_requests = Some(v.parse().map_err(|_| bad())?),
+        "max_sectors_kb" => meta.max_sectors_kb = Some(v.parse().map_err(|_| bad())?),
+        "max_segments" => meta.max_segments = Some(v.parse().map_err(|_| bad())?),
+        "nomerges" => meta.nomerges = Some(v.parse().map_err(|_| bad())?),
+        "rotational" => match v {
+            "0" => meta.rotational = Some(false),
+            "1" => meta.rotational = Some(true),
+            _ => return Err(bad()),
+        },
+        "task_cgroup" => match v.split_once(' ') {
+            Some((tid, path)) if path.starts_with('/') => {
+                let tid = tid
+                    .parse()
+                    .map_err(|_| format!("bad task_cgroup line '{v}'"))?;
+                meta.task_cgroups.insert(tid, path.to_string());
+            }
+            _ => return Err(format!("bad task_cgroup line '{v}'")),
+        },
+        "cgroup_weight" => {
+            let (path, w) = v
+                .rsplit_once(' ')
+                .filter(|(p, _)| p.starts_with('/'))
+                .ok_or_else(|| format!("bad cgroup_weight line '{v}' (expected 'PATH W')"))?;
+            let w = w
+                .parse()
+                .ok()
+                .filter(|w| (1..=1000).contains(w))
+                .ok_or_else(|| format!("bad cgroup_weight line '{v}' (weight 1..=1000)"))?;
+            meta.cgroup_weights.insert(path.to_string(), w);
+        }
+        "cgroup_weight_device" => {
+            let f: Vec<&str> = v.rsplitn(3, ' ').collect();
+            let err = || format!("bad cgroup_weight_device line '{v}' (expected 'PATH MAJ:MIN W')");
+            if f.len() != 3 || !f[2].starts_with('/') {
+                return Err(err());
+            }
+            let dev = parse_majmin(f[1]).ok_or_else(err)?;
+            let w = f[0]
+                .parse()
+                .ok()
+                .filter(|w| (1..=1000).contains(w))
+                .ok_or_else(err)?;
+            meta.cgroup_device_weights
+                .insert((f[2].to_string(), dev), w);
+        }
+        _ => {
+            if let Some(t) = k.strip_prefix("tunable.") {
+                if t.is_empty() {
+                    return Err(bad());
+                }
+                meta.tunables.push((t.to_string(), v.to_string()));
+            } else if INFORMATIONAL_KEYS.contains(&k) || k.starts_with("events.") {
+                meta.other.push((k.to_string(), v.to_string()));
+            } else {
+                return Err(format!("unknown header key '{k}'"));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn parse_dev(s: &str) -> Option<(u32, u32)> {
@@ -322,60 +447,8 @@ pub fn parse(text: &str) -> KernelTrace {
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         if let Some(h) = raw.strip_prefix("# iosched:") {
-            if let Some((k, v)) = h.trim().split_once('=') {
-                let (k, v) = (k.trim(), v.trim());
-                // A value the recorder wrote but we cannot read is reported, not
-                // taken as absent: an absent HZ or nr_requests silently falls back
-                // to a default and changes every decision.
-                let bad = |what: &str| (n, format!("bad {k} value '{v}': expected {what}"));
-                match k {
-                    "hz" => match v.parse() {
-                        Ok(hz) => kt.meta.hz = Some(hz),
-                        Err(_) => kt.skipped.push(bad("a kernel HZ")),
-                    },
-                    "dev" => match parse_dev(v) {
-                        Some(d) => kt.meta.dev = Some(d),
-                        None => kt.skipped.push(bad("MAJOR,MINOR")),
-                    },
-                    "sched" => kt.meta.sched = Some(v.to_string()),
-                    "nr_requests" => match v.parse() {
-                        Ok(x) => kt.meta.nr_requests = Some(x),
-                        Err(_) => kt.skipped.push(bad("a request count")),
-                    },
-                    "max_sectors_kb" => match v.parse() {
-                        Ok(x) => kt.meta.max_sectors_kb = Some(x),
-                        Err(_) => kt.skipped.push(bad("a size in KiB")),
-                    },
-                    "max_segments" => match v.parse() {
-                        Ok(x) => kt.meta.max_segments = Some(x),
-                        Err(_) => kt.skipped.push(bad("a segment count")),
-                    },
-                    "rotational" => match v.parse::<u8>() {
-                        Ok(r) => kt.meta.rotational = Some(r != 0),
-                        Err(_) => kt.skipped.push(bad("0 or 1")),
-                    },
-                    "task_cgroup" => match v.split_once(' ') {
-                        Some((tid, path))
-                            if tid.parse::<u32>().is_ok() && path.starts_with('/') =>
-                        {
-                            kt.meta
-                                .task_cgroups
-                                .insert(tid.parse().unwrap_or(0), path.to_string());
-                        }
-                        _ => kt.skipped.push((n, format!("bad task_cgroup line '{v}'"))),
-                    },
-                    "nomerges" => match v.parse() {
-                        Ok(x) => kt.meta.nomerges = Some(x),
-                        Err(_) => kt.skipped.push(bad("0, 1 or 2")),
-                    },
-                    _ => {
-                        if let Some(t) = k.strip_prefix("tunable.") {
-                            kt.meta.tunables.push((t.to_string(), v.to_string()));
-                        } else {
-                            kt.meta.other.push((k.to_string(), v.to_string()));
-                        }
-                    }
-                }
+            if let Err(e) = header_line(&mut kt.meta, h) {
+                kt.header_errors.push((n, e));
             }
             continue;
         }
@@ -465,6 +538,19 @@ pub fn parse(text: &str) -> KernelTrace {
                         pid,
                         timer: field(payload, "timer=").unwrap_or("").to_string(),
                     });
+                }
+                continue;
+            }
+            "sched_process_exit" => {
+                match field(payload, "pid=").and_then(|v| v.parse().ok()) {
+                    Some(pid) => kt.exits.push(ProcessExit {
+                        line: n,
+                        ts_ns: ts,
+                        pid,
+                    }),
+                    None => kt
+                        .skipped
+                        .push((n, "sched_process_exit without pid".into())),
                 }
                 continue;
             }
@@ -624,7 +710,7 @@ mod tests {
         let kt = parse("# iosched: task_cgroup=12 /a\n# iosched: task_cgroup=x /b\n# iosched: task_cgroup=13 b\n");
         assert_eq!(kt.meta.task_cgroups.len(), 1);
         assert_eq!(
-            kt.skipped,
+            kt.header_errors,
             vec![
                 (2, "bad task_cgroup line 'x /b'".to_string()),
                 (3, "bad task_cgroup line '13 b'".to_string())
@@ -633,19 +719,63 @@ mod tests {
     }
 
     #[test]
+    fn unreadable_header_lines_are_reported_with_their_line() {
+        let text = "# iosched: format=kernel-trace 1\n# iosched: hz=fast\n# iosched sched=bfq\n\
+                    # iosched: rotational=2\n# iosched: colour=blue\n# iosched: novalue\n\
+                    # iosched: format=kernel-trace 9\n# iosched: cgroup_weight=/a 0\n\
+                    # iosched: cgroup_weight_device=/a 7:0\n# iosched: sched=bfq\n";
+        let kt = parse(text);
+        let lines: Vec<usize> = kt.header_errors.iter().map(|e| e.0).collect();
+        // Line 3 lacks the colon: not a header line at all (a comment).
+        assert_eq!(lines, vec![2, 4, 5, 6, 7, 8, 9]);
+        assert!(
+            kt.header_errors[0].1.contains("'fast'"),
+            "{:?}",
+            kt.header_errors
+        );
+        assert!(kt.header_errors[2]
+            .1
+            .contains("unknown header key 'colour'"));
+        assert_eq!(kt.meta.sched.as_deref(), Some("bfq"));
+    }
+
+    #[test]
+    fn cgroup_weights_and_process_exits() {
+        let text = "# iosched: cgroup_weight=/a b 300\n\
+                    # iosched: cgroup_weight_device=/a b 7:0 800\n\
+                    fio-31822   [001] .....   941.987699: sched_process_exit: comm=fio pid=31822 prio=120 group_dead=true\n";
+        let kt = parse(text);
+        assert!(kt.header_errors.is_empty(), "{:?}", kt.header_errors);
+        assert_eq!(kt.meta.cgroup_weights.get("/a b"), Some(&300));
+        assert_eq!(
+            kt.meta
+                .cgroup_device_weights
+                .get(&("/a b".to_string(), (7, 0))),
+            Some(&800)
+        );
+        assert_eq!(
+            kt.exits,
+            vec![ProcessExit {
+                line: 3,
+                ts_ns: 941_987_699_000,
+                pid: 31822
+            }]
+        );
+    }
+
+    #[test]
     fn malformed_lines_are_reported_with_their_line() {
         let kt = parse(
-            "# iosched: hz=2x0\n\
-             garbage\n\
+            "garbage\n\
              fio-1 [000] ..... 1.000001: block_rq_issue 7,0 R () 8 + 8 [0]\n\
              fio-1 [000] ..... 99999999999999999999.0: block_rq_issue: 7,0 R () 8 + 8 [0]\n\
              fio-1 [000] ..... 1.000002: block_rq_frob: 7,0 R () 8 + 8 [0]\n\
              fio-1 [000] ..... 1.000003: timer_start: timer=1 function=f expires=x\n\
+             fio-1 [000] ..... 1.000004: block_rq_issue: 7,0 R () 18446744073709551000 + 8 [0]\n\
              CPU:1 [LOST 12 EVENTS]\n",
         );
         let lines: Vec<usize> = kt.skipped.iter().map(|s| s.0).collect();
         assert_eq!(lines, vec![1, 2, 3, 4, 5, 6], "{:?}", kt.skipped);
-        assert_eq!(kt.meta.hz, None);
         assert_eq!(kt.lost_events, 12);
     }
 

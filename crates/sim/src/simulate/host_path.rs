@@ -88,9 +88,15 @@ pub(super) struct HostState {
     /// Per job: completions posted, not reaped yet.
     posted: Vec<Vec<u32>>,
     reap_armed: Vec<bool>,
+    /// Per job: the CPU time of the next submission chained into its reap item.
+    chained: Vec<u64>,
     /// Requests the device finished, waiting for their interrupt, by slot.
     batches: Vec<Option<Vec<RqId>>>,
     free_batches: Vec<usize>,
+    /// Spare request lists.
+    lists: Vec<Vec<RqId>>,
+    /// (CPU, requests) of one device event, reused.
+    by_cpu: Vec<(u32, Vec<RqId>)>,
     arms: Vec<(u64, u32, u64)>,
     pub lock_armed: Vec<Option<Ns>>,
     /// A kblockd run is queued on a CPU.
@@ -137,18 +143,17 @@ impl HostState {
             free_actions: Vec::new(),
             posted: vec![Vec::new(); jobs.len()],
             reap_armed: vec![false; jobs.len()],
+            chained: vec![0; jobs.len()],
             batches: Vec::new(),
             free_batches: Vec::new(),
+            lists: Vec::new(),
+            by_cpu: Vec::new(),
             arms: Vec::new(),
             lock_armed: vec![None; nlocks],
             kblockd_pending: false,
             completion,
             tokens: Vec::new(),
         }
-    }
-
-    fn share_cache(&self, a: u32, b: u32) -> bool {
-        a / self.llc_cpus.max(1) == b / self.llc_cpus.max(1)
     }
 
     /// Per I/O, before the lock: fio's user time and the engine's system time.
@@ -230,6 +235,17 @@ impl HostState {
         self.actions[i].take().expect("action slot")
     }
 
+    /// An empty request list from the pool (completion batches are recycled, not
+    /// allocated per interrupt).
+    fn new_list(&mut self) -> Vec<RqId> {
+        self.lists.pop().unwrap_or_default()
+    }
+
+    fn recycle(&mut self, mut v: Vec<RqId>) {
+        v.clear();
+        self.lists.push(v);
+    }
+
     fn store_batch(&mut self, b: Vec<RqId>) -> usize {
         match self.free_batches.pop() {
             Some(i) => {
@@ -306,11 +322,11 @@ impl Simulation {
         let how = self.hs().completion;
         let inline = matches!(how, C::Submitter { .. });
         // One interrupt per vector for what completed at this instant.
-        let mut by_cpu: Vec<(u32, Vec<RqId>)> = Vec::new();
+        let mut by_cpu = std::mem::take(&mut self.hs().by_cpu);
         for &id in done {
             let rq = self.queue.request(id);
             let cpu = if inline {
-                rq.cpu
+                rq.issue_cpu
             } else {
                 self.queue
                     .cpu_map()
@@ -320,20 +336,25 @@ impl Simulation {
             };
             match by_cpu.iter_mut().find(|(c, _)| *c == cpu) {
                 Some((_, v)) => v.push(id),
-                None => by_cpu.push((cpu, vec![id])),
+                None => {
+                    let mut v = self.hs().new_list();
+                    v.push(id);
+                    by_cpu.push((cpu, v));
+                }
             }
         }
+        let h = self.hs();
         let irq_ns = match how {
             C::Submitter { irq: false } => 0,
-            _ => self.hs().costs.irq_ns,
+            _ => h.costs.irq_ns,
         };
-        for (cpu, rqs) in by_cpu {
-            let h = self.hs();
+        for (cpu, rqs) in by_cpu.drain(..) {
             let cpu = cpu % h.cpus.len();
             let b = h.store_batch(rqs);
             h.cpus
                 .irq(now.0, cpu, Item::new(0, irq_ns, token(T_IRQ, b, cpu)));
         }
+        h.by_cpu = by_cpu;
     }
 
     /// A queue run is due and nobody performs it inline: kblockd.
@@ -379,11 +400,19 @@ impl Simulation {
             }
             T_REAP => {
                 let j = a;
+                // With the next submission's own work chained in (`b`), the reaping
+                // ended that much before the item did.
+                let pre = if b == 1 {
+                    std::mem::take(&mut self.hs().chained[j])
+                } else {
+                    0
+                };
+                let reaped_at = Ns(now.0 - pre);
                 self.hs().reap_armed[j] = false;
                 let posted = std::mem::take(&mut self.hs().posted[j]);
                 for &unit in &posted {
-                    if let Some(io) = self.jobs[j].complete(unit, now) {
-                        obs.io_completed(j, io, io.issue, now);
+                    if let Some(io) = self.jobs[j].complete(unit, reaped_at) {
+                        obs.io_completed(j, io, io.issue, reaped_at);
                     }
                 }
                 let mut posted = posted;
@@ -391,7 +420,12 @@ impl Simulation {
                 if self.hs().posted[j].is_empty() {
                     self.hs().posted[j] = posted;
                 }
-                self.fill(j, now, obs);
+                if b == 1 && self.next_submission(j, now).is_some() {
+                    self.host_token(now, token(T_SUBMIT, j, 0), obs);
+                    self.start_stall_if_due(j, now);
+                } else {
+                    self.fill(j, now, obs);
+                }
                 self.maybe_finish(j, now, obs);
             }
             T_IRQ | T_IPI => {
@@ -419,27 +453,43 @@ impl Simulation {
         rqs: Vec<RqId>,
         obs: &mut dyn IoObserver,
     ) {
-        let mut local = Vec::new();
-        let mut remote: Vec<(u32, Vec<RqId>)> = Vec::new();
-        for id in rqs {
-            let sub = self.queue.request(id).cpu % self.hs().cpus.len();
-            if !from_irq || sub == cpu || self.hs().share_cache(sub, cpu) {
-                local.push(id);
-            } else {
-                match remote.iter_mut().find(|(c, _)| *c == sub) {
-                    Some((_, v)) => v.push(id),
-                    None => remote.push((sub, vec![id])),
+        let mut rqs = rqs;
+        let mut remote = std::mem::take(&mut self.hs().by_cpu);
+        let (ncpus, llc) = {
+            let h = self.hs();
+            (h.cpus.len(), h.llc_cpus.max(1))
+        };
+        // Across last-level caches the submitting CPU completes it (by IPI).
+        let target = |sub: u32| -> Option<u32> {
+            let sub = sub % ncpus;
+            (from_irq && sub != cpu && sub / llc != cpu / llc).then_some(sub)
+        };
+        for &id in &rqs {
+            let Some(sub) = target(self.queue.request(id).cpu) else {
+                continue;
+            };
+            match remote.iter_mut().find(|(c, _)| *c == sub) {
+                Some((_, v)) => v.push(id),
+                None => {
+                    let mut v = self.hs().new_list();
+                    v.push(id);
+                    remote.push((sub, v));
                 }
             }
         }
-        for (target, v) in remote {
-            let h = self.hs();
+        let queue = &self.queue;
+        rqs.retain(|&id| target(queue.request(id).cpu).is_none());
+        let h = self.hs();
+        for (target, v) in remote.drain(..) {
             let ipi = h.costs.ipi_ns;
             let slot = h.store_batch(v);
             h.cpus
                 .irq(now.0, target, Item::new(0, ipi, token(T_IPI, slot, target)));
         }
+        h.by_cpu = remote;
+        let local = rqs;
         if local.is_empty() {
+            h.recycle(local);
             return;
         }
         let hctx = self.queue.request(local[0]).hctx;
@@ -503,18 +553,32 @@ impl Simulation {
         obs: &mut dyn IoObserver,
     ) {
         let _ = self.queue.take_work();
+        self.queue.set_cpu(cpu);
+        let mut chain = None;
         let next = match act {
             Action::Submit(j) => {
                 let n = self.ios_per_call(j);
                 self.fill_now(j, now, n, obs);
                 self.run_due(now);
-                token(T_AFTER, j, 0)
+                // Back from the system call, the thread goes on: its next
+                // submission follows in the same stretch of CPU time; with nothing
+                // to submit and I/O in flight it sleeps until a completion.
+                match self.next_submission(j, now) {
+                    Some(n) => {
+                        self.jobs[j].cpu_pending = true;
+                        chain = Some((j, n));
+                        token(T_SUBMIT, j, 0)
+                    }
+                    None if self.jobs[j].inflight > 0 => host::cpu::NO_TOKEN,
+                    None => token(T_AFTER, j, 0),
+                }
             }
             Action::Complete(rqs) => {
                 for &id in &rqs {
                     self.queue.complete(now, id);
                 }
                 self.requests += rqs.len() as u64;
+                self.hs().recycle(rqs);
                 self.run_due(now);
                 self.deliver_completions(now, obs);
                 host::cpu::NO_TOKEN
@@ -525,7 +589,7 @@ impl Simulation {
             }
         };
         let w = self.queue.take_work();
-        let h = self.hs();
+        let h = self.host.as_mut().expect("host model");
         let (locked, free) = h.price(&w);
         let mut hold = 0;
         if let Some((l, prev)) = lock {
@@ -539,12 +603,17 @@ impl Simulation {
         } else {
             hold += locked;
         }
-        let item = Item {
+        let mut item = Item {
             usr: 0,
             sys: hold + free,
             token: next,
             nonpreempt: lock.is_some(),
         };
+        if let Some((j, n)) = chain {
+            let pre = h.submit_item(&self.jobs[j].cfg, n as u64, next);
+            item.usr += pre.usr;
+            item.sys += pre.sys;
+        }
         if spinning {
             h.cpus.end_spin(now.0, cpu, item);
         } else {
@@ -557,6 +626,7 @@ impl Simulation {
     /// the work is left to the next holder.
     fn host_exec_off_lock(&mut self, now: Ns, cpu: u32, act: Action, obs: &mut dyn IoObserver) {
         let _ = self.queue.take_work();
+        self.queue.set_cpu(cpu);
         let next = match act {
             Action::Submit(j) => {
                 let n = self.ios_per_call(j);
@@ -568,6 +638,7 @@ impl Simulation {
                     self.queue.complete(now, id);
                 }
                 self.requests += rqs.len() as u64;
+                self.hs().recycle(rqs);
                 self.deliver_completions(now, obs);
                 host::cpu::NO_TOKEN
             }
@@ -594,19 +665,30 @@ impl Simulation {
 
     /// Post a completion to job `j` and wake its thread to reap it.
     pub(super) fn host_post(&mut self, j: usize, unit: u32, now: Ns) {
-        let h = self.hs();
+        let per_call = self.ios_per_call(j) as u64;
+        let h = self.host.as_mut().expect("host model");
         h.posted[j].push(unit);
         if h.reap_armed[j] {
             return;
         }
         h.reap_armed[j] = true;
         let t = h.threads[j];
-        let wake = if h.cpus.is_sleeping(t) {
+        let wake = if h.cpus.is_sleeping(now.0, t) {
             h.costs.wakeup_ns
         } else {
             0
         };
-        let item = Item::new(0, wake + h.costs.reap_ns, token(T_REAP, j, 0));
+        let mut item = Item::new(0, wake + h.costs.reap_ns, token(T_REAP, j, 0));
+        let job = &self.jobs[j];
+        if !job.cfg.buffered && !job.cpu_pending {
+            // fio reaps and goes straight on to its next submission: one stretch
+            // of CPU time.
+            let pre = h.submit_item(&job.cfg, per_call, 0);
+            item.usr += pre.usr;
+            item.sys += pre.sys;
+            item.token = token(T_REAP, j, 1);
+            h.chained[j] = pre.usr + pre.sys;
+        }
         h.cpus.run(now.0, t, item);
     }
 

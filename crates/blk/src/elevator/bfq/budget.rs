@@ -104,7 +104,7 @@ impl Bfq {
 
     /// `idling_needed_for_service_guarantees` is used by `__bfq_bfqq_expire` for
     /// preempted queues; `__bfq_bfqq_expire` itself:
-    fn __bfqq_expire(&mut self, q: QueueId, reason: Expiration) {
+    pub(super) fn __bfqq_expire(&mut self, q: QueueId, reason: Expiration) {
         // A shared queue gone seeky is split at its processes' next requests.
         if self.queues[q].coop && self.queues[q].seeky() {
             self.queues[q].split_coop = true;

@@ -58,8 +58,6 @@
 //! # Not modelled yet (extension points)
 //!
 //! - per-device group weight overrides, group statistics, offlining groups;
-//! - freeing queues and process exit (`bfq_exit_icq`);
-//! - `limit_depth` (async/sync-write shallow depths).
 //!
 //! `force_dispatch` ([`force`]) lets `kernel-trace compare` follow the kernel's
 //! choices; the agreement on recorded traces is in `docs/validation.md` §5.
@@ -67,6 +65,8 @@
 pub mod budget;
 pub mod cgroup;
 pub mod coop;
+pub mod depth;
+pub mod exit;
 pub mod force;
 pub mod idle;
 pub mod inject;
@@ -83,7 +83,7 @@ use crate::elevator::{
 };
 use crate::merge::MergeKind;
 use crate::request::{Bio, BioId, RqId};
-use crate::types::{CgroupId, Ns, ReqFlags};
+use crate::types::{CgroupId, Ns, Op, ReqFlags};
 use cgroup::{BfqGroup, DispatchSizeInfo, Variant};
 use queue::{effective_ioprio, ioprio_to_weight, BfqQueue, Bic, QueueId, RqData};
 use std::collections::{HashMap, VecDeque};
@@ -241,13 +241,19 @@ pub struct Bfq {
     /// The iosched-only switch `queue_merging` (not a kernel attribute): 0 turns
     /// off EQM and stable merging.
     queue_merging: bool,
+    /// `queue/nr_requests` as last told (`bfq_depth_updated`).
+    nr_requests: u32,
+    /// `async_depths[raised busy queues?][sync write?]` (6.17+ `bfq_update_depths`).
+    async_depths: [[u32; 2]; 2],
+    /// `entity.allocated` of each group entity (index: group).
+    group_allocated: Vec<u32>,
 }
 
 impl Bfq {
     /// `bfq_init_queue`.
     pub fn new(p: &QueueParams) -> Bfq {
         let hz = p.hz.max(1);
-        Bfq {
+        let mut b = Bfq {
             hz,
             rotational: p.rotational,
             wf: Wf2q::new(hz, 0),
@@ -311,7 +317,12 @@ impl Bfq {
             injected: 0,
             injection: true,
             queue_merging: true,
-        }
+            nr_requests: 0,
+            async_depths: [[1; 2]; 2],
+            group_allocated: Vec::new(),
+        };
+        b.update_depths(p.nr_requests);
+        b
     }
 
     fn set_clock(&mut self, ctx: &ElvCtx) {
@@ -530,6 +541,7 @@ impl Bfq {
             sector,
             ..RqData::default()
         };
+        self.count_allocated(q, true);
         // blk_mq_sched_try_insert_merge (after bfq_init_rq, as in v6.13)
         if mergeable && crate::merge::attempt_insert_merge(ctx, self, rq) {
             return;
@@ -551,6 +563,9 @@ impl Bfq {
                 }
             }
             self.queues[q].just_created = false;
+            // The request's allocation moves to the shared queue.
+            self.count_allocated(q, false);
+            self.count_allocated(new, true);
             q = new;
             self.rqd_mut(rq).bfqq = Some(new);
         }
@@ -578,11 +593,12 @@ impl Bfq {
         if bq.dispatched > 0 || bq.busy {
             return;
         }
-        // A new queue has `last_end_request = creation + 1 ns`; the kernel reads its
-        // clock again a little later, ours has not moved: saturate at 0.
+        // Unsigned, as in the kernel: a brand-new queue's reference is its creation
+        // instant + 1 ns, read from the same (plug-cached) clock as `now`, so its
+        // first sample wraps and is clamped to the maximum, `2 × slice_idle`.
         let elapsed = now
             .0
-            .saturating_sub(bq.ttime.last_end_request.0)
+            .wrapping_sub(bq.ttime.last_end_request.0)
             .min(2 * slice_idle);
         let t = &mut bq.ttime;
         t.samples = (7 * t.samples + 256) / 8;
@@ -781,11 +797,14 @@ impl Bfq {
         let bq = &mut self.queues[q];
         let tot_io_time = now.wrapping_sub(bq.io_start_time);
         if bq.sort.is_empty() && bq.dispatched == 0 {
-            // The kernel's clock has moved on between bfq_init_bfqq and here; ours
-            // has not, so a brand-new queue would see -1 ns: saturate instead.
+            // Unsigned, as in the kernel: a brand-new queue's reference is its
+            // creation instant + 1 ns on the same clock, so its first sample is
+            // -1 ns, i.e. `u64::MAX`. That clears `IO_bound` at the next request
+            // (`5 × tot_idle_time` wraps but stays above any window) until another
+            // idle sample wraps the sum back.
             bq.tot_idle_time = bq
                 .tot_idle_time
-                .wrapping_add(now.saturating_sub(bq.ttime.last_end_request.0));
+                .wrapping_add(now.wrapping_sub(bq.ttime.last_end_request.0));
         }
         if bq.just_created {
             return;
@@ -1257,6 +1276,7 @@ impl Bfq {
             return;
         };
         self.set_clock(ctx);
+        self.count_allocated(q, false);
         if d.started {
             if self.waited_rq == Some(rq) {
                 self.update_inject_limit(q);
@@ -1426,6 +1446,14 @@ impl Elevator for Bfq {
         true
     }
 
+    fn limit_depth_for(&self, op: Op, flags: ReqFlags, pid: u32) -> Option<u32> {
+        self.limit_depth_of(op, flags, pid)
+    }
+
+    fn depth_updated(&mut self, nr_requests: u32) {
+        self.update_depths(nr_requests);
+    }
+
     fn bio_merge(&mut self, ctx: &mut ElvCtx, bio: &Bio, bio_id: BioId) -> bool {
         self.bfq_bio_merge(ctx, bio, bio_id)
     }
@@ -1478,6 +1506,10 @@ impl Elevator for Bfq {
 
     fn force_dispatch(&mut self, ctx: &mut ElvCtx, rq: RqId) -> bool {
         self.force_dispatch_rq(ctx, rq)
+    }
+
+    fn exit_icq(&mut self, ctx: &mut ElvCtx, pid: u32) -> bool {
+        Bfq::exit_icq(self, ctx, pid)
     }
 
     fn completed_request(&mut self, _ctx: &mut ElvCtx, _rq: RqId, _now: Ns) {
@@ -1706,6 +1738,34 @@ impl Elevator for Bfq {
             (
                 "in_service_queue".into(),
                 format!("{:?}", self.in_service_queue),
+            ),
+            ("wr_busy_queues".into(), self.wr_busy_queues.to_string()),
+            ("injected".into(), self.injected.to_string()),
+            (
+                "in_service".into(),
+                self.in_service_queue
+                    .map(|q| {
+                        let (b, e) = (&self.queues[q], &self.wf.ents[q]);
+                        format!(
+                            "pid={} class={} weight={} wr_coeff={} queued={} dispatched={} \
+                             wait_request={} short_ttime={} io_bound={} inject_limit={} \
+                             process_refs={} budget={} service={}",
+                            b.pid,
+                            e.class,
+                            e.weight,
+                            e.wr_coeff,
+                            b.nr_queued(),
+                            b.dispatched,
+                            b.wait_request,
+                            b.has_short_ttime,
+                            b.io_bound,
+                            b.inject_limit,
+                            b.process_refs,
+                            e.budget,
+                            e.service
+                        )
+                    })
+                    .unwrap_or_default(),
             ),
         ]
     }

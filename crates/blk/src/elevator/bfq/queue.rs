@@ -161,6 +161,9 @@ pub struct BfqQueue {
     /// `bfqq_process_refs`: processes using the queue, or scheduled to (a merge
     /// set up by `bfq_setup_merge` counts the merging processes in advance).
     pub process_refs: i32,
+    /// `entity.allocated`: requests set up for this queue and not yet freed
+    /// (`bfqq_request_allocated` / `bfqq_request_freed`).
+    pub allocated: u32,
     /// `new_bfqq`: the queue this one is scheduled to be merged into.
     pub new_bfqq: Option<QueueId>,
     /// `BFQQF_coop`: shared by merged processes.
@@ -234,6 +237,7 @@ impl BfqQueue {
             creation_time: jiffies,
             bic: None,
             process_refs: 1,
+            allocated: 0,
             new_bfqq: None,
             coop: false,
             split_coop: false,
