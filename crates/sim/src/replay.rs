@@ -87,6 +87,29 @@ impl Header {
         }
     }
 
+    /// The limits on the sizes a header gives, checked by [`Replayer::new`] whatever
+    /// made the header (a trace's first line, a converted kernel recording): they
+    /// size the tag pools allocated up front.
+    pub fn check_limits(&self) -> Result<(), String> {
+        // As queue_requests_store accepts it (see `blk::mq::MAX_SCHED_RQ`).
+        if self.nr_requests == 0 || self.nr_requests > blk::mq::MAX_SCHED_RQ {
+            return Err(format!(
+                "field 'nr_requests' must be 1 to {} (MAX_SCHED_RQ, the most scheduler tags the kernel allows), got {}",
+                blk::mq::MAX_SCHED_RQ, self.nr_requests
+            ));
+        }
+        if self.queue_depth == 0 || self.queue_depth > blk::mq::BLK_MQ_MAX_DEPTH {
+            return Err(format!(
+                "field 'queue_depth' must be 1 to {} (BLK_MQ_MAX_DEPTH, the deepest tag set a driver can have), got {}",
+                blk::mq::BLK_MQ_MAX_DEPTH, self.queue_depth
+            ));
+        }
+        if self.hz == 0 {
+            return Err("field 'hz' must be positive".into());
+        }
+        Ok(())
+    }
+
     /// The queue parameters this header describes.
     pub fn queue_params(&self) -> QueueParams {
         QueueParams {
@@ -370,24 +393,12 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
     }
     h.follows_kernel = get_bool(m, "follows_kernel")?.unwrap_or(false);
     if let Some(n) = get_u32(m, "nr_requests")? {
-        // As queue_requests_store accepts it (see `blk::mq::MAX_SCHED_RQ`).
-        if n == 0 || n > blk::mq::MAX_SCHED_RQ {
-            return Err(format!(
-                "field 'nr_requests' must be 1 to {} (MAX_SCHED_RQ, the most scheduler tags the kernel allows), got {n}",
-                blk::mq::MAX_SCHED_RQ
-            ));
-        }
         h.nr_requests = n;
     }
     if let Some(n) = get_u32(m, "queue_depth")? {
-        if n == 0 || n > blk::mq::BLK_MQ_MAX_DEPTH {
-            return Err(format!(
-                "field 'queue_depth' must be 1 to {} (BLK_MQ_MAX_DEPTH, the deepest tag set a driver can have), got {n}",
-                blk::mq::BLK_MQ_MAX_DEPTH
-            ));
-        }
         h.queue_depth = n;
     }
+    h.check_limits()?;
     if let Some(w) = m.get("cgroup_weights") {
         let obj = w
             .as_object()
@@ -644,6 +655,7 @@ impl Replayer {
     /// Build the scheduler a header names and apply its tunables and variant, through
     /// the same validation as a sysfs write.
     pub fn new(h: &Header) -> Result<Replayer, String> {
+        h.check_limits()?;
         let params = h.queue_params();
         let mut elevator = elevator::create(&h.sched, &params).map_err(|e| e.to_string())?;
         elevator.depth_updated(params.nr_requests);

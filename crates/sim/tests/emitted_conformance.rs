@@ -40,3 +40,23 @@ fn every_recording_converts_to_a_runnable_trace() {
         }
     }
 }
+
+#[test]
+fn a_recorded_nr_requests_past_the_kernel_limit_is_an_error_not_an_allocation() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/kernel/seqwrite.txt"
+    );
+    let text = std::fs::read_to_string(path).unwrap().replace(
+        "# iosched: nr_requests=256",
+        "# iosched: nr_requests=4294967295",
+    );
+    assert!(text.contains("nr_requests=4294967295"));
+    let (_, _, conv) =
+        sim::kernel_trace::try_load(&text, "bfq", None, sim::kernel_trace::Malformed::Reject)
+            .unwrap();
+    let e = sim::kernel_trace::compare(&conv, &Default::default()).unwrap_err();
+    assert!(e.contains("nr_requests' must be 1 to 2048"), "{e}");
+    let e = sim::replay::replay_str(&conv.to_trace_text(), "t").unwrap_err();
+    assert!(e.to_string().contains("t:1: field 'nr_requests'"), "{e}");
+}
