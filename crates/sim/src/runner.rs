@@ -658,7 +658,7 @@ fn apply_vm_setting(sim: &mut SimConfig, name: &str, value: &str) -> Result<(), 
 
 /// Block-layer settings `--set blk.NAME=VALUE` knows, for error messages.
 pub const BLK_SETTINGS: &str =
-    "nr_requests, nomerges, max_sectors_kb, flush_insert, nr_sched_batch, read_ahead_kb";
+    "nr_requests, nomerges, max_sectors_kb, flush_insert, nr_sched_batch, read_ahead_kb, rq_affinity";
 
 /// Apply one `--set blk.NAME=VALUE`, validated as the kernel's sysfs store
 /// functions validate it.
@@ -727,6 +727,11 @@ fn apply_blk_setting(
                 return Err(err("must be at least 1"));
             }
             sim.nr_sched_batch = Some(v);
+        }
+        "rq_affinity" => {
+            // queue_rq_affinity_store: 0 off, 1 same cache group, 2 (or more)
+            // forced to the submitting CPU.
+            sim.rq_affinity = uint()?.min(2) as u8;
         }
         other => {
             return Err(RunError::Setting(format!(

@@ -207,6 +207,10 @@ pub struct SimConfig {
     pub read_ahead_kb: u32,
     /// The host: its CPUs and costs, or the free host.
     pub host: host::HostProfile,
+    /// `queue/rq_affinity` (host model): 0 complete where the interrupt came, 1
+    /// (default) on the submitting CPU unless it shares a cache with that one, 2 on
+    /// the submitting CPU always.
+    pub rq_affinity: u8,
 }
 
 impl Default for SimConfig {
@@ -225,6 +229,7 @@ impl Default for SimConfig {
             vm: VmConfig::default(),
             read_ahead_kb: 128,
             host: host::host("free").expect("the free host is built in"),
+            rq_affinity: 1,
         }
     }
 }
@@ -370,7 +375,7 @@ impl Simulation {
             .host
             .cpus
             .as_ref()
-            .map(|h| host_path::HostState::new(h, cfg.nr_cpus, &queue, &jobs, info.completion));
+            .map(|h| host_path::HostState::new(h, cfg, &queue, &jobs, info.completion));
         let max_sectors = queue.config().limits.max_sectors as u64;
         let ras = jobs
             .iter()

@@ -45,10 +45,15 @@ fn ideal(latency_ns: u64, nr_hw_queues: u16) -> Box<Ideal> {
 }
 
 fn run(sched: &str, dev: Box<Ideal>, jobs: Vec<JobConfig>) -> RunSummary {
+    run_affinity(sched, dev, jobs, 1)
+}
+
+fn run_affinity(sched: &str, dev: Box<Ideal>, jobs: Vec<JobConfig>, rq_affinity: u8) -> RunSummary {
     let cfg = SimConfig {
         scheduler: sched.into(),
         nr_cpus: 16,
         host: server(),
+        rq_affinity,
         ..Default::default()
     };
     Simulation::new(&cfg, dev, jobs)
@@ -77,6 +82,19 @@ fn a_completion_runs_on_the_submitting_cpu_only_across_llcs() {
     let m = far.requests;
     assert!(h_far.cpus[12].irq >= m * (c.ipi_ns + c.complete_ns));
     assert!(h_far.cpus[0].irq < m * (c.irq_ns + c.complete_ns));
+}
+
+/// `rq_affinity=2` sends every completion to its submitting CPU, `0` none.
+#[test]
+fn rq_affinity_two_forces_and_zero_forbids_the_ipi() {
+    let c = costs();
+    let forced = run_affinity("none", ideal(20_000, 1), vec![psync_job(0, 3, 10)], 2);
+    let n = forced.requests;
+    assert!(forced.host.unwrap().cpus[3].irq >= n * (c.ipi_ns + c.complete_ns));
+    let off = run_affinity("none", ideal(20_000, 1), vec![psync_job(0, 12, 10)], 0);
+    let h = off.host.unwrap();
+    assert_eq!(h.cpus[12].irq, 0);
+    assert!(h.cpus[0].irq >= off.requests * (c.irq_ns + c.complete_ns));
 }
 
 /// Two synchronous jobs pinned to one CPU take turns on it: with CPU-bound

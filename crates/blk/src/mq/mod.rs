@@ -730,6 +730,10 @@ impl Queue {
     /// The first task asleep on `hctx`'s tags whose allocation would succeed now.
     fn waiter_fits(&self, hctx: u16) -> Option<usize> {
         let h = &self.hctxs[hctx as usize];
+        if h.tag_waiters.is_empty() || !h.sched_tags.fits(u32::MAX) {
+            // No tag free at all: nobody fits (without a scan of every sleeper).
+            return None;
+        }
         h.tag_waiters
             .iter()
             .position(|b| h.sched_tags.fits(self.alloc_limit(b)))

@@ -103,17 +103,20 @@ pub(super) struct HostState {
     pub kblockd_pending: bool,
     /// Where the device signals completions.
     completion: devices::CompletionCpu,
+    /// `queue/rq_affinity`.
+    rq_affinity: u8,
     tokens: Vec<u64>,
 }
 
 impl HostState {
     pub fn new(
         h: &CpuHost,
-        nr_cpus: u32,
+        cfg: &SimConfig,
         q: &Queue,
         jobs: &[JobConfig],
         completion: devices::CompletionCpu,
     ) -> Self {
+        let nr_cpus = cfg.nr_cpus;
         let mut cpus = host::cpu::Cpus::new(nr_cpus, h.sched_params(nr_cpus));
         let threads = jobs
             .iter()
@@ -152,6 +155,7 @@ impl HostState {
             lock_armed: vec![None; nlocks],
             kblockd_pending: false,
             completion,
+            rq_affinity: cfg.rq_affinity,
             tokens: Vec::new(),
         }
     }
@@ -455,14 +459,21 @@ impl Simulation {
     ) {
         let mut rqs = rqs;
         let mut remote = std::mem::take(&mut self.hs().by_cpu);
-        let (ncpus, llc) = {
+        let (ncpus, llc, affinity) = {
             let h = self.hs();
-            (h.cpus.len(), h.llc_cpus.max(1))
+            (h.cpus.len(), h.llc_cpus.max(1), h.rq_affinity)
         };
-        // Across last-level caches the submitting CPU completes it (by IPI).
+        // `blk_mq_complete_need_ipi`: with rq_affinity 1 the submitting CPU
+        // completes it (by IPI) when it is in another last-level cache, with 2
+        // whenever it is another CPU, with 0 never.
         let target = |sub: u32| -> Option<u32> {
             let sub = sub % ncpus;
-            (from_irq && sub != cpu && sub / llc != cpu / llc).then_some(sub)
+            let remote = match affinity {
+                0 => false,
+                1 => sub / llc != cpu / llc,
+                _ => true,
+            };
+            (from_irq && sub != cpu && remote).then_some(sub)
         };
         for &id in &rqs {
             let Some(sub) = target(self.queue.request(id).cpu) else {
