@@ -61,6 +61,26 @@ pub(super) enum Action {
     Run,
 }
 
+/// Which scheduler's costs apply (the cost table has a row per scheduler).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SchedKind {
+    None,
+    MqDeadline,
+    Kyber,
+    Bfq,
+}
+
+impl SchedKind {
+    fn of(name: &str) -> SchedKind {
+        match name {
+            "mq-deadline" => SchedKind::MqDeadline,
+            "kyber" => SchedKind::Kyber,
+            "bfq" => SchedKind::Bfq,
+            _ => SchedKind::None,
+        }
+    }
+}
+
 /// The host side of a simulation.
 pub(super) struct HostState {
     pub cpus: host::cpu::Cpus,
@@ -79,7 +99,7 @@ pub(super) struct HostState {
     /// Lock-held work done off the lock (insertions into the per-CPU lists), for
     /// the next holder to do (`dd_do_insert` at dispatch).
     deferred_ns: u64,
-    sched: &'static str,
+    sched: SchedKind,
     /// Per job: its thread.
     threads: Vec<ThreadId>,
     /// Actions waiting for a lock, by slot.
@@ -140,7 +160,7 @@ impl HostState {
             hot_cpus: (jobs.len() as u64 + 1).min(u64::from(nr_cpus)),
             lock_split: e.lock_split(),
             deferred_ns: 0,
-            sched: e.name(),
+            sched: SchedKind::of(e.name()),
             threads,
             actions: Vec::new(),
             free_actions: Vec::new(),
@@ -175,10 +195,10 @@ impl HostState {
     fn price(&self, w: &blk::mq::Work) -> (u64, u64) {
         let c = &self.costs;
         let (ins, disp, fin) = match self.sched {
-            "mq-deadline" => (c.dd_insert_ns, c.dd_dispatch_ns, c.dd_finish_ns),
-            "kyber" => (c.kyber_insert_ns, c.kyber_dispatch_ns, c.kyber_finish_ns),
-            "bfq" => (c.bfq_insert_ns, c.bfq_dispatch_ns, c.bfq_finish_ns),
-            _ => (c.none_insert_ns, c.none_dispatch_ns, 0),
+            SchedKind::MqDeadline => (c.dd_insert_ns, c.dd_dispatch_ns, c.dd_finish_ns),
+            SchedKind::Kyber => (c.kyber_insert_ns, c.kyber_dispatch_ns, c.kyber_finish_ns),
+            SchedKind::Bfq => (c.bfq_insert_ns, c.bfq_dispatch_ns, c.bfq_finish_ns),
+            SchedKind::None => (c.none_insert_ns, c.none_dispatch_ns, 0),
         };
         // Per-CPU counters: every line is read (cached, unless written since), and
         // the lines of CPUs that keep counting (those running the jobs, and the
@@ -196,18 +216,18 @@ impl HostState {
         let dispatches = w.dispatch_calls * disp;
         let finishes = w.finishes * fin;
         match self.sched {
-            "mq-deadline" => {
+            SchedKind::MqDeadline => {
                 locked += merges + inserts + dispatches + elv;
                 free += finishes;
             }
-            "bfq" => locked += merges + inserts + dispatches + finishes + elv,
+            SchedKind::Bfq => locked += merges + inserts + dispatches + finishes + elv,
             // kyber: insertion and bio merging under the per-CPU kcq->lock, dispatch
             // under khd->lock; tokens and histograms are per-CPU or atomic.
-            "kyber" => {
+            SchedKind::Kyber => {
                 locked += dispatches + elv;
                 free += merges + inserts + finishes;
             }
-            _ => free += inserts + dispatches,
+            SchedKind::None => free += inserts + dispatches,
         }
         (locked, free)
     }
@@ -215,7 +235,7 @@ impl HostState {
     /// Lock acquisitions the kernel makes for work `w`.
     fn lock_calls(&self, w: &blk::mq::Work) -> u64 {
         match self.sched {
-            "kyber" => w.dispatch_calls,
+            SchedKind::Kyber => w.dispatch_calls,
             _ if self.lock_split => w.dispatch_calls + w.merge_calls,
             _ => w.lock_calls(self.finish_locks),
         }
