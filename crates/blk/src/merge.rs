@@ -66,7 +66,7 @@ pub fn bio_segments(bio: &Bio) -> u32 {
 }
 
 /// The generic merge state of one request queue.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct MergeState {
     /// Limits and `nomerges`.
     pub limits: MergeLimits,

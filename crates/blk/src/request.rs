@@ -148,7 +148,7 @@ impl Request {
 }
 
 /// Owns all live requests; see the module docs.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RqArena {
     slots: Vec<Option<Request>>,
     free: Vec<u32>,
@@ -211,7 +211,7 @@ impl RqArena {
 }
 
 /// Owns all bios that belong to live requests.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct BioArena {
     slots: Vec<(Bio, Option<BioId>)>,
     free: Vec<u32>,

@@ -47,9 +47,19 @@ impl IdealParams {
     /// Read and validate the parameters from a profile document.
     pub fn from_doc(d: &mut crate::profile::Doc) -> Result<IdealParams, crate::ProfileError> {
         Ok(IdealParams {
-            latency_ns: d.int("latency", 1, u64::MAX >> 1)?,
+            latency_ns: d.int_limited(
+                "latency",
+                1,
+                1_000_000_000_000,
+                "1000 s in ns: no command takes longer",
+            )?,
             bandwidth: d.int("bandwidth", 1, u64::MAX >> 1)?,
-            queue_depth: d.int("queue_depth", 1, 65_535)? as u32,
+            queue_depth: d.int_limited(
+                "queue_depth",
+                1,
+                blk::mq::BLK_MQ_MAX_DEPTH as u64,
+                "BLK_MQ_MAX_DEPTH, the deepest tag set blk-mq allows",
+            )? as u32,
             capacity: d.int("capacity", 1 << 20, 1 << 60)?,
             nr_hw_queues: d.int("nr_hw_queues", 1, 1024)? as u16,
             rotational: false,

@@ -200,11 +200,15 @@ impl Doc {
     pub fn err(&self, field: &str, msg: impl Into<String>) -> ProfileError {
         ProfileError {
             file: self.file.clone(),
+            // A field that is missing has no line of its own: the error points at
+            // the `model` line, which is what requires it.
             line: self
                 .entries
                 .iter()
                 .find(|(k, _, _)| k == field)
-                .map(|e| e.2),
+                .or_else(|| self.entries.iter().find(|(k, _, _)| k == "model"))
+                .map(|e| e.2)
+                .or(Some(1)),
             field: Some(field.to_string()),
             msg: msg.into(),
         }
@@ -263,6 +267,25 @@ impl Doc {
         Ok(v as u64)
     }
 
+    /// [`Doc::int`] for a field whose upper bound is a limit of ours or the kernel's
+    /// rather than of the thing modelled: the message says why (`why`).
+    pub fn int_limited(
+        &mut self,
+        key: &str,
+        lo: u64,
+        hi: u64,
+        why: &str,
+    ) -> Result<u64, ProfileError> {
+        let v = self.int(key, lo, u64::MAX >> 1)?;
+        if v > hi {
+            return Err(self.err(
+                key,
+                format!("{v} is out of range: expected {lo} to {hi} ({why})"),
+            ));
+        }
+        Ok(v)
+    }
+
     /// An optional integer field within `lo..=hi`, `default` when absent.
     pub fn int_or(
         &mut self,
@@ -285,6 +308,20 @@ impl Doc {
         if v <= 0.0 {
             return Err(self.err(key, format!("{v} must be greater than zero")));
         }
+        // Rates are divisors: below 1 kB/s one command would take longer than any
+        // limit on time allows (and the division overflows); other positive numbers
+        // stop at 10^-9 of their unit.
+        let (min, why) = if key.ends_with("_mb_s") {
+            (
+                1e-3,
+                "MB/s (1 kB/s: slower links take longer than 1000 s per command)",
+            )
+        } else {
+            (1e-9, "(smaller values are no device's)")
+        };
+        if v < min {
+            return Err(self.err(key, format!("{v} is out of range: at least {min:e} {why}")));
+        }
         Ok(v)
     }
 
@@ -303,11 +340,24 @@ impl Doc {
     }
 
     fn num(&mut self, key: &str) -> Result<f64, ProfileError> {
-        match self.required(key)? {
-            Value::Int(i) => Ok(i as f64),
-            Value::Float(f) => Ok(f),
-            v => Err(self.err(key, format!("expected a number, got {}", v.kind()))),
+        let v = match self.required(key)? {
+            Value::Int(i) => i as f64,
+            Value::Float(f) => f,
+            v => return Err(self.err(key, format!("expected a number, got {}", v.kind()))),
+        };
+        // A time of more than 1000 s for one command is no device's, and keeping
+        // every parameter there keeps every simulated instant far inside 64-bit
+        // nanoseconds; other numbers (rates, factors) stop at 10^12.
+        let (max, unit) = match key.rsplit('_').next() {
+            Some("ns") => (1e12, "ns (1000 s: no command takes longer)"),
+            Some("us") => (1e9, "us (1000 s: no command takes longer)"),
+            Some("ms") => (1e6, "ms (1000 s: no command takes longer)"),
+            _ => (1e12, "(larger values overflow the model's arithmetic)"),
+        };
+        if !v.is_finite() || v.abs() > max {
+            return Err(self.err(key, format!("{v} is out of range: at most {max:e} {unit}")));
         }
+        Ok(v)
     }
 
     /// Reject keys nobody read.

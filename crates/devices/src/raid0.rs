@@ -90,7 +90,12 @@ impl Raid0Params {
             member: Box::new(member),
             members: d.int("members", 1, 64)? as u32,
             chunk_kib: d.int("chunk_kib", 4, 1 << 16)? as u32,
-            queue_depth: d.int("queue_depth", 1, 65_535)? as u32,
+            queue_depth: d.int_limited(
+                "queue_depth",
+                1,
+                blk::mq::BLK_MQ_MAX_DEPTH as u64,
+                "BLK_MQ_MAX_DEPTH, the deepest tag set blk-mq allows",
+            )? as u32,
             controller_ns: d.nonneg("controller_ns")?,
             latency_us: d.nonneg("latency_us")?,
             cache: d.bool("cache")?,

@@ -126,9 +126,9 @@ impl FlashParams {
             }
         };
         let p = FlashParams {
-            capacity_bytes: d.int("capacity_bytes", 1 << 20, 1 << 60)?,
+            capacity_bytes: d.int_limited("capacity_bytes", 1 << 20, 1 << 50, "1 PiB: the deallocation map of a trimmed drive is kept in memory, one bit per 4 KiB")?,
             interface,
-            queue_depth: d.int("queue_depth", 1, 65_535)? as u32,
+            queue_depth: d.int_limited("queue_depth", 1, blk::mq::BLK_MQ_MAX_DEPTH as u64, "BLK_MQ_MAX_DEPTH, the deepest tag set blk-mq allows")? as u32,
             nr_hw_queues: d.int("nr_hw_queues", 1, 1024)? as u16,
             channels: d.int("channels", 1, 64)? as u32,
             dies_per_channel: d.int("dies_per_channel", 1, 64)? as u32,

@@ -52,6 +52,14 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
+    // `kernel-trace record` installs its own handlers: it must tear down what it
+    // set up in the kernel before it exits.
+    if !matches!(&cli.command, Command::KernelTrace(a) if a.is_record()) {
+        if let Err(e) = cmd::signals::install() {
+            eprintln!("error: cannot handle signals: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let result = match cli.command {
         Command::Run(a) => cmd::run::run(a),
         Command::Fio(a) => cmd::fio::run(a),
@@ -67,8 +75,38 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            eprintln!("error: {}", escape_controls(&format!("{e:#}")));
+            match e.downcast_ref::<cmd::signals::Interrupted>() {
+                Some(i) => ExitCode::from((128 + i.0).clamp(0, 255) as u8),
+                None => ExitCode::from(2),
+            }
         }
+    }
+}
+
+/// Error messages quote their input (a job file's value, a trace line); a terminal
+/// must not interpret what the input smuggled in (`ESC [2J`, a bell, a carriage
+/// return hiding the real message), so control characters other than newline and tab
+/// are shown escaped, as `\u{1b}`.
+fn escape_controls(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(
+            super::escape_controls("a\u{1b}[2Jb\rc\nd\u{7}\u{9b}"),
+            "a\\u{1b}[2Jb\\rc\nd\\u{7}\\u{9b}"
+        );
     }
 }

@@ -105,3 +105,91 @@ fn replay_rejects_unknown_format() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Run `cmd`, killing it (and failing) if it has not finished within `secs`.
+fn output_within(mut cmd: Command, secs: u64) -> std::process::Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(o) => o.unwrap(),
+        Err(_) => {
+            // SAFETY: signalling the child this test started, by its pid.
+            unsafe { libc::kill(id as i32, libc::SIGKILL) };
+            panic!("no answer within {secs} s");
+        }
+    }
+}
+
+#[test]
+fn imported_drives_serve_queued_requests() {
+    // hdd-table used to livelock as soon as a second request was queued while one
+    // was in service (its next event rounded to before the start it waited for).
+    let Some(d) = data_dir() else { return };
+    let job = tmp("qd.fio");
+    std::fs::write(
+        &job,
+        "[j]\nrw=randrw\nbs=4k\nsize=64m\ndirect=1\nioengine=libaio\niodepth=4\nnumber_ios=200\n",
+    )
+    .unwrap();
+    let mut parvs: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parv"))
+        .collect();
+    parvs.sort();
+    assert!(!parvs.is_empty());
+    for parv in parvs {
+        let prof = tmp("qd.toml");
+        let o = bin()
+            .args(["devices", "import-disksim"])
+            .arg(&parv)
+            .arg("--out")
+            .arg(&prof)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut c = bin();
+        c.arg("run").arg(&job).arg("--device-file").arg(&prof);
+        let o = output_within(c, 30);
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            parv.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn replay_output_is_the_same_bytes_every_time() {
+    let Some(d) = data_dir() else { return };
+    let prof = tmp("det.toml");
+    let o = bin()
+        .args(["devices", "import-disksim"])
+        .arg(d.join("atlas_III.parv"))
+        .arg("--out")
+        .arg(&prof)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let run = || {
+        bin()
+            .args(["replay", "--format", "disksim-validate"])
+            .arg(d.join("atlas_III.trace"))
+            .arg("--device-file")
+            .arg(&prof)
+            .output()
+            .unwrap()
+    };
+    let (a, b) = (run(), run());
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+}

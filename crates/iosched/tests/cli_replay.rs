@@ -101,10 +101,13 @@ fn kernel_trace_compare_and_emit() {
     assert_eq!(r.stdout, std::fs::read(&exp).unwrap());
     let text = std::fs::read_to_string(&conf).unwrap();
     assert!(
-        text.starts_with("{\"sched\":\"none\",\"tunables\":{},\"hz\":250}\n"),
+        text.starts_with(
+            "{\"sched\":\"none\",\"tunables\":{},\"hz\":250,\"follows_kernel\":true}\n"
+        ),
         "{text}"
     );
     assert!(text.contains("\"jiffies\":1000,"), "{text}");
+    assert!(text.contains("\"op\":\"dispatch\",\"kernel\":"), "{text}");
     for f in [p, conf, exp] {
         std::fs::remove_file(f).ok();
     }
@@ -121,8 +124,22 @@ fn kernel_trace_compare_rejects_non_trace() {
     std::fs::remove_file(&p).ok();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no '# iosched:' header"));
+    // A line the recorder cannot have written is named, with what was expected.
+    let p = tmp("badline.txt", "# iosched: sched=bfq\nhello\n");
+    let o = bin()
+        .args(["kernel-trace", "compare"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&p).ok();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("badline.txt:2: no [CPU] field: expected 'TASK-PID [CPU]"),
+        "{err}"
+    );
     // A readable header without events.
-    let p = tmp("noevents.txt", "# iosched: sched=bfq\nhello\n");
+    let p = tmp("noevents.txt", "# iosched: sched=bfq\n");
     let o = bin()
         .args(["kernel-trace", "compare"])
         .arg(&p)

@@ -50,7 +50,7 @@
 
 use crate::stats::SampleStat;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, Write};
 
 /// The kind of a log, which names its file (`PREFIX_KIND.N.log`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -347,10 +347,11 @@ pub struct LogError {
     pub source: std::io::Error,
 }
 
-/// A file being written: a temporary beside the target.
+/// A log being written: an unnamed scratch file (nothing to clean up, whatever ends
+/// the process), copied into place by [`LogFiles::commit`].
 struct Part {
     target: LogTarget,
-    tmp: String,
+    scratch: File,
 }
 
 /// The log files of one run: each clone's log streams into its own temporary
@@ -358,7 +359,6 @@ struct Part {
 /// without committing removes them.
 pub struct LogFiles {
     parts: Vec<Part>,
-    committed: bool,
 }
 
 impl std::fmt::Debug for LogFiles {
@@ -374,23 +374,30 @@ impl LogFiles {
     /// streaming [`IoLog`] per target, in the order given. Nothing is left
     /// behind on error.
     pub fn create(targets: Vec<LogTarget>) -> Result<(LogFiles, Vec<IoLog>), LogError> {
-        let mut files = LogFiles {
-            parts: Vec::new(),
-            committed: false,
-        };
+        let mut files = LogFiles { parts: Vec::new() };
         let mut logs = Vec::new();
-        for (i, t) in targets.into_iter().enumerate() {
-            let tmp = format!("{}.iosched-tmp.{i}", t.path);
-            let f = File::create(&tmp).map_err(|source| LogError {
+        for t in targets {
+            let err = |source| LogError {
                 path: t.path.clone(),
                 source,
-            })?;
+            };
+            // Beside the target when it is a regular file (so a directory that
+            // cannot be written fails now, not after the run); a special file's
+            // directory (`/dev`) is no place for scratch files.
+            let path = std::path::Path::new(&t.path);
+            let scratch = match path.parent() {
+                _ if crate::output::writes_through(path) => tempfile::tempfile(),
+                Some(d) if !d.as_os_str().is_empty() => tempfile::tempfile_in(d),
+                _ => tempfile::tempfile_in("."),
+            }
+            .map_err(err)?;
+            let w = scratch.try_clone().map_err(err)?;
             logs.push(IoLog::to_writer(
                 t.kind,
                 t.params,
-                Box::new(BufWriter::new(f)),
+                Box::new(BufWriter::new(w)),
             ));
-            files.parts.push(Part { target: t, tmp });
+            files.parts.push(Part { target: t, scratch });
         }
         Ok((files, logs))
     }
@@ -400,7 +407,7 @@ impl LogFiles {
     /// appear in it in that order for per-I/O logs (fio writes those as each
     /// job exits) and in clone order for windowed ones. Returns the files
     /// written, in order.
-    pub fn commit(mut self, finish_order: &[usize]) -> Result<Vec<String>, LogError> {
+    pub fn commit(self, finish_order: &[usize]) -> Result<Vec<String>, LogError> {
         let rank = |clone: usize| {
             finish_order
                 .iter()
@@ -419,13 +426,6 @@ impl LogFiles {
                 .iter()
                 .filter(|p| p.target.path == *path)
                 .collect();
-            if members.len() == 1 {
-                std::fs::rename(&members[0].tmp, path).map_err(|source| LogError {
-                    path: path.clone(),
-                    source,
-                })?;
-                continue;
-            }
             members.sort_by_key(|p| {
                 let at_exit = p.target.kind.written_at_exit(p.target.params.avg_msec);
                 (
@@ -434,36 +434,23 @@ impl LogFiles {
                     p.target.clone,
                 )
             });
-            let joined = format!("{path}.iosched-tmp");
             let err = |source| LogError {
                 path: path.clone(),
                 source,
             };
-            let mut out = BufWriter::new(File::create(&joined).map_err(err)?);
-            for m in &members {
-                let mut f = File::open(&m.tmp).map_err(err)?;
-                std::io::copy(&mut f, &mut out).map_err(err)?;
+            let mut out = crate::output::Output::create(std::path::Path::new(path)).map_err(err)?;
+            {
+                let mut w = BufWriter::new(out.file());
+                for m in &members {
+                    let mut f = &m.scratch;
+                    f.seek(std::io::SeekFrom::Start(0)).map_err(err)?;
+                    std::io::copy(&mut f, &mut w).map_err(err)?;
+                }
+                w.flush().map_err(err)?;
             }
-            out.flush().map_err(err)?;
-            drop(out);
-            std::fs::rename(&joined, path).map_err(err)?;
-            for m in &members {
-                let _ = std::fs::remove_file(&m.tmp);
-            }
+            out.commit().map_err(err)?;
         }
-        self.committed = true;
         Ok(paths)
-    }
-}
-
-impl Drop for LogFiles {
-    fn drop(&mut self) {
-        if self.committed {
-            return;
-        }
-        for p in &self.parts {
-            let _ = std::fs::remove_file(&p.tmp);
-        }
     }
 }
 

@@ -16,6 +16,7 @@ pub mod fio;
 pub mod iolog;
 pub mod job;
 pub mod offsets;
+pub mod output;
 pub mod pagecache;
 pub mod report;
 pub mod runner;

@@ -62,6 +62,12 @@ pub struct Header {
     /// `io.bfq.weight` of cgroups, by path (`"cgroup_weights": {"/a": 200}`;
     /// others have the default 100). Naming a cgroup here creates it.
     pub cgroup_weights: Vec<(String, u32)>,
+    /// `"follows_kernel": true`: the trace was converted from a kernel recording
+    /// (`kernel-trace compare --emit-conformance`). Its dispatch ops name the request
+    /// the kernel issued (`"kernel": ID`); the replay prints our choice and then
+    /// continues from the kernel's, and the completion of a request our insert merge
+    /// absorbed (the kernel did not merge it) is skipped, as `compare` does.
+    pub follows_kernel: bool,
 }
 
 impl Header {
@@ -77,7 +83,31 @@ impl Header {
             nr_requests: p.nr_requests,
             queue_depth: p.queue_depth,
             cgroup_weights: Vec::new(),
+            follows_kernel: false,
         }
+    }
+
+    /// The limits on the sizes a header gives, checked by [`Replayer::new`] whatever
+    /// made the header (a trace's first line, a converted kernel recording): they
+    /// size the tag pools allocated up front.
+    pub fn check_limits(&self) -> Result<(), String> {
+        // As queue_requests_store accepts it (see `blk::mq::MAX_SCHED_RQ`).
+        if self.nr_requests == 0 || self.nr_requests > blk::mq::MAX_SCHED_RQ {
+            return Err(format!(
+                "field 'nr_requests' must be 1 to {} (MAX_SCHED_RQ, the most scheduler tags the kernel allows), got {}",
+                blk::mq::MAX_SCHED_RQ, self.nr_requests
+            ));
+        }
+        if self.queue_depth == 0 || self.queue_depth > blk::mq::BLK_MQ_MAX_DEPTH {
+            return Err(format!(
+                "field 'queue_depth' must be 1 to {} (BLK_MQ_MAX_DEPTH, the deepest tag set a driver can have), got {}",
+                blk::mq::BLK_MQ_MAX_DEPTH, self.queue_depth
+            ));
+        }
+        if self.hz == 0 {
+            return Err("field 'hz' must be positive".into());
+        }
+        Ok(())
     }
 
     /// The queue parameters this header describes.
@@ -128,6 +158,9 @@ impl Header {
                 .map(|(p, w)| (p.clone(), Value::from(*w)))
                 .collect();
             m.insert("cgroup_weights".into(), Value::Object(w));
+        }
+        if self.follows_kernel {
+            m.insert("follows_kernel".into(), Value::from(true));
         }
         Value::Object(m).to_string()
     }
@@ -257,6 +290,8 @@ pub enum Line {
     Header(Header),
     /// An op.
     Op(TraceOp),
+    /// A dispatch op naming the request the kernel issued (`"kernel": ID`).
+    Follow(TraceOp, u64),
 }
 
 fn get_u64(m: &Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
@@ -326,6 +361,7 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
             "nr_requests",
             "queue_depth",
             "cgroup_weights",
+            "follows_kernel",
         ],
         "header",
     )?;
@@ -355,18 +391,14 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
     if let Some(r) = get_bool(m, "rotational")? {
         h.rotational = r;
     }
+    h.follows_kernel = get_bool(m, "follows_kernel")?.unwrap_or(false);
     if let Some(n) = get_u32(m, "nr_requests")? {
-        if n == 0 {
-            return Err("field 'nr_requests' must be positive".into());
-        }
         h.nr_requests = n;
     }
     if let Some(n) = get_u32(m, "queue_depth")? {
-        if n == 0 {
-            return Err("field 'queue_depth' must be positive".into());
-        }
         h.queue_depth = n;
     }
+    h.check_limits()?;
     if let Some(w) = m.get("cgroup_weights") {
         let obj = w
             .as_object()
@@ -390,6 +422,14 @@ fn parse_header(m: &Map<String, Value>) -> Result<Header, String> {
 fn parse_op(m: &Map<String, Value>) -> Result<TraceOp, String> {
     let op = get_str(m, "op")?.ok_or("missing field 'op'")?;
     let t = require(get_u64(m, "t")?, "t", op)?;
+    // Room for the schedulers' own arithmetic on times (deadlines, slices, idle
+    // timers) without overflow.
+    const MAX_T: u64 = 1 << 62;
+    if t > MAX_T {
+        return Err(format!(
+            "field 't' must be at most {MAX_T} ns (2^62, about 146 years), got {t}"
+        ));
+    }
     let jiffies = get_u64(m, "jiffies")?;
     let kind = match op {
         "insert" => {
@@ -435,10 +475,20 @@ fn parse_op(m: &Map<String, Value>) -> Result<TraceOp, String> {
                     flags = flags.with(*bit);
                 }
             }
+            let sector = require(get_u64(m, "sector")?, "sector", op)?;
+            let sectors = require(get_u32(m, "sectors")?, "sectors", op)?;
+            // The end of the extent must be a sector of a possible device (a
+            // 64-bit byte offset), so that no arithmetic on it overflows.
+            const MAX_SECTOR: u64 = u64::MAX >> 9;
+            if sector.saturating_add(sectors as u64) > MAX_SECTOR {
+                return Err(format!(
+                    "field 'sector' + 'sectors' must end at most at sector {MAX_SECTOR} (2^55, a 64-bit byte offset), got {sector} + {sectors}"
+                ));
+            }
             OpKind::Insert(InsertOp {
                 id: require(get_u64(m, "id")?, "id", op)?,
-                sector: require(get_u64(m, "sector")?, "sector", op)?,
-                sectors: require(get_u32(m, "sectors")?, "sectors", op)?,
+                sector,
+                sectors,
                 dir,
                 class,
                 level: level as u8,
@@ -497,6 +547,17 @@ pub fn parse_line(text: &str, first: bool) -> Result<Line, String> {
     } else {
         if m.contains_key("sched") {
             return Err("a second header line (only line 1 is a header)".into());
+        }
+        if m.get("op").and_then(Value::as_str) == Some("dispatch") && m.contains_key("kernel") {
+            let mut rest = m.clone();
+            let k = rest
+                .remove("kernel")
+                .and_then(|v| v.as_u64())
+                .ok_or_else(|| {
+                    "field 'kernel' must be the id the kernel issued (a non-negative integer)"
+                        .to_string()
+                })?;
+            return parse_op(&rest).map(|op| Line::Follow(op, k));
         }
         parse_op(m).map(Line::Op)
     }
@@ -565,7 +626,9 @@ pub struct Replayer {
     ids: HashMap<u64, Slot>,
     /// Trace ids absorbed by insert merges, with the id they merged into; a later
     /// `complete` of one of them is an error (the kernel freed that request).
-    merged_away: HashMap<u64, u64>,
+    /// Shared between copies ([`Replayer::try_clone`]) until one changes it: it
+    /// grows with the trace, the rest of the state with the requests live.
+    merged_away: std::sync::Arc<HashMap<u64, u64>>,
     /// RqId index → trace id.
     rev: Vec<Option<u64>>,
     /// Free scheduler tags (lowest first when taken).
@@ -576,7 +639,7 @@ pub struct Replayer {
     /// When set (`kernel-trace compare`), the times at which the recorded kernel's
     /// scheduler timer actually ran: a due timer fires at the first of them not
     /// before its due time (less one jiffy of rounding) instead of exactly at expiry.
-    timer_runs: Option<Vec<u64>>,
+    timer_runs: Option<std::sync::Arc<[u64]>>,
 }
 
 impl fmt::Debug for Replayer {
@@ -592,6 +655,7 @@ impl Replayer {
     /// Build the scheduler a header names and apply its tunables and variant, through
     /// the same validation as a sysfs write.
     pub fn new(h: &Header) -> Result<Replayer, String> {
+        h.check_limits()?;
         let params = h.queue_params();
         let mut elevator = elevator::create(&h.sched, &params).map_err(|e| e.to_string())?;
         elevator.depth_updated(params.nr_requests);
@@ -620,7 +684,7 @@ impl Replayer {
             bios: BioArena::new(),
             merge: MergeState::default(),
             ids: HashMap::new(),
-            merged_away: HashMap::new(),
+            merged_away: Default::default(),
             rev: Vec::new(),
             free_tags: (0..params.nr_requests).rev().collect(),
             cgroups,
@@ -668,6 +732,23 @@ impl Replayer {
     /// The jiffies at `t`: the op's explicit value, else extrapolated from the last
     /// explicit value (so timers between kernel-recorded ops stay on the kernel's
     /// clock), else `floor(t * hz / 1e9)`.
+    /// An explicit jiffies value may wrap (the kernel starts them just below the wrap,
+    /// `INITIAL_JIFFIES`), but not move by 2^62 or more from the previous one: the
+    /// kernel's `time_after` compares only differences below 2^63, so after such a
+    /// jump every request would look inserted in the future and mq-deadline would
+    /// dispatch nothing (the kernel's own arithmetic, on a clock no kernel has).
+    fn check_jiffies(&self, explicit: Option<u64>) -> Result<(), String> {
+        if let (Some(j), Some((_, j0))) = (explicit, self.last_jiffies) {
+            let d = j.wrapping_sub(j0) as i64;
+            if d.unsigned_abs() >= 1 << 62 {
+                return Err(format!(
+                    "jiffies {j} after {j0}: a jump of 2^62 or more (the kernel's time_after compares differences below 2^63 only)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn jiffies_at(&mut self, t: u64, explicit: Option<u64>) -> Jiffies {
         if let Some(j) = explicit {
             self.last_jiffies = Some((t, j));
@@ -705,7 +786,31 @@ impl Replayer {
     /// recorded run at or after its due time never fires.
     pub fn set_timer_runs(&mut self, mut runs: Vec<u64>) {
         runs.sort_unstable();
-        self.timer_runs = Some(runs);
+        self.timer_runs = Some(runs.into());
+    }
+
+    /// A copy of the replay in its current state (`None` if the scheduler cannot be
+    /// copied): [`crate::kernel_trace::compare`] asks a copy for each decision and
+    /// keeps the original to follow the kernel's choice, instead of replaying the
+    /// whole prefix after every disagreement.
+    pub fn try_clone(&self) -> Option<Replayer> {
+        Some(Replayer {
+            elevator: self.elevator.clone_box()?,
+            hz: self.hz,
+            nr_requests: self.nr_requests,
+            nr_cpus: self.nr_cpus,
+            rqs: self.rqs.clone(),
+            bios: self.bios.clone(),
+            merge: self.merge.clone(),
+            ids: self.ids.clone(),
+            merged_away: self.merged_away.clone(),
+            rev: self.rev.clone(),
+            free_tags: self.free_tags.clone(),
+            cgroups: self.cgroups.clone(),
+            last_t: self.last_t,
+            last_jiffies: self.last_jiffies,
+            timer_runs: self.timer_runs.clone(),
+        })
     }
 
     /// When a timer due at `due` fires.
@@ -744,6 +849,7 @@ impl Replayer {
                 op.t, self.last_t
             ));
         }
+        self.check_jiffies(op.jiffies)?;
         self.fire_timers(op.t);
         self.last_t = op.t;
         let j = self.jiffies_at(op.t, op.jiffies);
@@ -773,6 +879,7 @@ impl Replayer {
                 op.t, self.last_t
             ));
         }
+        self.check_jiffies(op.jiffies)?;
         self.fire_timers(op.t);
         self.last_t = op.t;
         Ok(self.force_dispatch(op.t, op.jiffies, id))
@@ -831,7 +938,9 @@ impl Replayer {
         }
         self.rev[rid.index()] = Some(ins.id);
         self.ids.insert(ins.id, Slot::Queued(rid));
-        self.merged_away.remove(&ins.id);
+        if self.merged_away.contains_key(&ins.id) {
+            std::sync::Arc::make_mut(&mut self.merged_away).remove(&ins.id);
+        }
         let at_head = ins.at_head;
         self.with_ctx(t, j, |e, ctx| {
             e.prepare_request(ctx, rid);
@@ -844,6 +953,10 @@ impl Replayer {
     /// Free the requests the scheduler's insert merge absorbed, as the kernel frees
     /// the merge free list (running `finish_request`).
     fn free_merged(&mut self, t: u64, j: Jiffies) {
+        // Every merge of one operation ends in the last request that absorbed
+        // another (`attempt_merge` sets `last_merge` to it; an insert-merge chain
+        // collapses into its final request): the likely owner, checked below.
+        let absorber = self.merge.last_merge;
         while let Some(rid) = self.merge.freed.pop() {
             self.with_ctx(t, j, |e, ctx| {
                 ctx.merge.forget(rid);
@@ -857,12 +970,34 @@ impl Replayer {
             if let Some(tid) = self.rev[rid.index()].take() {
                 self.ids.remove(&tid);
                 // Which request absorbed it: the one whose bio chain holds its bio.
-                let into = self.owner_of_bio_of(tid).unwrap_or(tid);
-                self.merged_away.insert(tid, into);
+                let into = absorber
+                    .filter(|&a| self.holds_bio_of(a, tid))
+                    .and_then(|a| self.rev.get(a.index()).copied().flatten())
+                    .or_else(|| self.owner_of_bio_of(tid))
+                    .unwrap_or(tid);
+                std::sync::Arc::make_mut(&mut self.merged_away).insert(tid, into);
             }
         }
     }
 
+    /// Whether live request `rid`'s bio chain holds the bio of trace id `tid` (a
+    /// walk of one request's bios, bounded by the merge limits).
+    fn holds_bio_of(&self, rid: RqId, tid: u64) -> bool {
+        if !self.rqs.is_live(rid) {
+            return false;
+        }
+        let mut b = self.rqs.get(rid).bio_head;
+        while let Some(bid) = b {
+            if self.bios.get(bid).owner == tid {
+                return true;
+            }
+            b = self.bios.next(bid);
+        }
+        false
+    }
+
+    /// The live request holding `tid`'s bio, by a scan of every live request: the
+    /// fallback when the absorber is not the last merge's.
     fn owner_of_bio_of(&self, tid: u64) -> Option<u64> {
         for (id, slot) in &self.ids {
             let rid = match slot {
@@ -988,16 +1123,50 @@ pub fn replay_str(text: &str, file: &str) -> Result<Vec<Dispatched>, ReplayError
         message,
     };
     let mut replayer: Option<Replayer> = None;
+    let mut follows_kernel = false;
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         match parse_line(raw, replayer.is_none()).map_err(|m| err(n, m))? {
             Line::Blank => {}
-            Line::Header(h) => replayer = Some(Replayer::new(&h).map_err(|m| err(n, m))?),
+            Line::Header(h) => {
+                follows_kernel = h.follows_kernel;
+                replayer = Some(Replayer::new(&h).map_err(|m| err(n, m))?);
+            }
             Line::Op(op) => {
                 let r = replayer.as_mut().expect("header parsed first");
+                if let OpKind::Complete { id, .. } = op.kind {
+                    if follows_kernel && r.is_merged_away(id) {
+                        continue;
+                    }
+                }
                 if let Some(id) = r.apply(&op).map_err(|m| err(n, m))? {
                     out.push(Dispatched { t: op.t, id });
+                }
+            }
+            Line::Follow(op, k) => {
+                let r = replayer.as_mut().expect("header parsed first");
+                if !follows_kernel {
+                    return Err(err(
+                        n,
+                        "field 'kernel' needs \"follows_kernel\": true in the header".into(),
+                    ));
+                }
+                // Ask a copy, then take the kernel's choice: one decision at a time,
+                // each in the state the kernel's earlier ones led to.
+                let mut probe = r
+                    .try_clone()
+                    .ok_or_else(|| err(n, "this scheduler cannot be copied".into()))?;
+                let ours = probe.apply(&op).map_err(|m| err(n, m))?.flatten();
+                out.push(Dispatched { t: op.t, id: ours });
+                if r.is_queued(k) && !r.apply_forced(&op, k).map_err(|m| err(n, m))? {
+                    return Err(err(
+                        n,
+                        format!(
+                            "scheduler '{}' cannot be forced to request {k}",
+                            r.elevator().name()
+                        ),
+                    ));
                 }
             }
         }

@@ -414,15 +414,29 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             level: spec.prio.unwrap_or(4),
         };
         let time_based = spec.time_based && spec.runtime_ns.is_some();
-        let job_ns = spec.start_delay_ns + spec.ramp_time_ns + spec.runtime_ns.unwrap_or(0);
+        let job_ns = spec
+            .start_delay_ns
+            .saturating_add(spec.ramp_time_ns)
+            .saturating_add(spec.runtime_ns.unwrap_or(0));
         group_ns = group_ns.max(job_ns);
         if !time_based {
             expected_ns = None;
-            expected_bytes = expected_bytes.map(|b| b + size * spec.numjobs as u64);
+            expected_bytes =
+                expected_bytes.map(|b| b.saturating_add(size.saturating_mul(spec.numjobs as u64)));
         } else {
             expected_bytes = None;
         }
         let first = clones.len();
+        if first as u64 + spec.numjobs as u64 > crate::fio::MAX_JOBS {
+            return Err(job_err(
+                spec,
+                format!(
+                    "numjobs={} makes more than {} jobs in the run (fio's REAL_MAX_JOBS)",
+                    spec.numjobs,
+                    crate::fio::MAX_JOBS
+                ),
+            ));
+        }
         // fio's td->ioprio: set when the job sets a class or a level; a level
         // alone is best effort.
         let log_prio = match (spec.prioclass, spec.prio) {
@@ -673,6 +687,21 @@ fn apply_blk_setting(
             if v == 0 {
                 return Err(err("must be at least 1"));
             }
+            // queue_requests_store → blk_mq_update_nr_requests: scheduler tags grow
+            // up to MAX_SCHED_RQ; without a scheduler the driver's tag set cannot
+            // grow at all (blk_mq_tag_update_depth returns -EINVAL).
+            if sim.scheduler == "none" && v > info.queue_depth {
+                return Err(err(&format!(
+                    "at most the device's queue depth ({}) without a scheduler: the kernel cannot grow the driver's tags",
+                    info.queue_depth
+                )));
+            }
+            if v > blk::mq::MAX_SCHED_RQ {
+                return Err(err(&format!(
+                    "at most {} (MAX_SCHED_RQ): the kernel does not grow scheduler tags beyond it",
+                    blk::mq::MAX_SCHED_RQ
+                )));
+            }
             sim.nr_requests = Some(v);
         }
         "nomerges" => {
@@ -831,6 +860,24 @@ impl IoObserver for Collector<'_> {
             p(now, b);
         }
     }
+    fn stop_requested(&mut self) -> bool {
+        stop_requested()
+    }
+}
+
+/// Set by [`request_stop`]: process-wide, as the signal that sets it is.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ask the running simulation to stop at its next check (every few thousand events);
+/// [`run`] then reports what was simulated so far, marked interrupted. Called from a
+/// signal-handling thread on SIGINT or SIGTERM, as fio stops on Ctrl-C.
+pub fn request_stop() {
+    STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether [`request_stop`] was called.
+pub fn stop_requested() -> bool {
+    STOP.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Civil date from days since 1970-01-01 (proleptic Gregorian).
@@ -941,6 +988,15 @@ pub fn run(
         log_paths,
     };
     let summary = sim.run(&mut col);
+    let interrupted = stop_requested();
+    if interrupted {
+        // As fio on Ctrl-C: every job still running ends now, with what it did.
+        for j in 0..n {
+            if col.recorders[j].is_some() {
+                col.job_finished(j, summary.end);
+            }
+        }
+    }
     if let Some(h) = &summary.host {
         for (st, t) in col.stats.iter_mut().zip(&h.jobs) {
             if let Some(st) = st.as_mut() {
@@ -959,7 +1015,8 @@ pub fn run(
         let _ = l.finish(0);
     }
     col.logs.clear();
-    if let Some(files) = log_files {
+    // An interrupted run's logs stop mid-way: none is put in place.
+    if let Some(files) = log_files.filter(|_| !interrupted) {
         files.commit(&col.finish_order)?;
     }
 
@@ -1017,6 +1074,12 @@ pub fn run(
     }
     for w in &input.warnings {
         report.header.push(format!("iosched: warning: {w}"));
+    }
+    if interrupted {
+        report.header.push(format!(
+            "iosched: interrupted at {:.3} s of simulated time: the report covers what was simulated until then; no log files were written",
+            summary.end.0 as f64 / 1e9
+        ));
     }
 
     // One entry per clone, or per reporting group when any job in it asks for
@@ -1146,6 +1209,11 @@ pub fn run(
         "cpus": opts.nr_cpus,
         "host_stats": host_json,
     }));
+    if interrupted {
+        if let Some(serde_json::Value::Object(m)) = &mut report.extra {
+            m.insert("interrupted".into(), json!(true));
+        }
+    }
     Ok(report)
 }
 

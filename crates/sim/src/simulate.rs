@@ -31,6 +31,11 @@ pub trait IoObserver {
     /// Called now and then (every few thousand events) with the virtual time, so a
     /// front end can show progress.
     fn progress(&mut self, _now: Ns) {}
+    /// Asked after each [`IoObserver::progress`]: true ends the run there (an
+    /// interrupted run reports what it simulated so far).
+    fn stop_requested(&mut self) -> bool {
+        false
+    }
     /// An I/O of clone `job` completed at `now` (`issue` = when submission returned).
     fn io_completed(&mut self, _job: usize, _io: IoDone, _issue: Ns, _now: Ns) {}
     /// The ramp time of clone `job` ended: statistics restart.
@@ -436,6 +441,9 @@ impl Simulation {
             n = n.wrapping_add(1);
             if n.is_multiple_of(16384) {
                 obs.progress(now);
+                if obs.stop_requested() {
+                    break;
+                }
             }
             match ev {
                 Ev::GroupStart(g) => self.start_group(g, now, obs),

@@ -152,3 +152,20 @@ fn ids_are_reusable_after_completion() {
     );
     assert!(err(&t).starts_with("t.jsonl:8: complete of unknown id 1"));
 }
+
+#[test]
+fn jiffies_may_wrap_but_not_jump_half_the_clock() {
+    let trace = |j1: u64, j2: u64| {
+        format!(
+            "{{\"sched\":\"mq-deadline\",\"tunables\":{{}}}}\n\
+             {{\"t\":0,\"jiffies\":{j1},\"op\":\"insert\",\"id\":1,\"sector\":2048,\"sectors\":8,\"dir\":\"read\",\"class\":\"be\",\"at_head\":false}}\n\
+             {{\"t\":4000000,\"jiffies\":{j2},\"op\":\"dispatch\"}}\n"
+        )
+    };
+    // The kernel starts jiffies just below the wrap: a wrap is an ordinary tick.
+    let out = sim::replay::replay_str(&trace(u64::MAX, 0), "wrap.jsonl").unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].id, Some(1));
+    let e = sim::replay::replay_str(&trace(100, 100 + (1 << 63)), "jump.jsonl").unwrap_err();
+    assert!(e.to_string().contains("jump.jsonl:3: jiffies"), "{e}");
+}

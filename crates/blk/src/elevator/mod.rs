@@ -151,6 +151,12 @@ pub trait Elevator {
     /// Scheduler name as the kernel spells it (`mq-deadline`, `kyber`, `bfq`, `none`).
     fn name(&self) -> &'static str;
 
+    /// A copy of the scheduler in its current state, for replays that try a
+    /// decision and go back (`kernel-trace compare`); `None` if it cannot be copied.
+    fn clone_box(&self) -> Option<Box<dyn Elevator>> {
+        None
+    }
+
     /// The work done since the last call ([`ElvWork`]), counting afresh. Default:
     /// none beyond the calls themselves.
     fn take_work(&mut self) -> ElvWork {
@@ -321,7 +327,13 @@ pub static SCHEDULERS: &[SchedulerEntry] = &[
     SchedulerEntry {
         name: "bfq",
         about: "budget fair queueing: per-process queues, cgroup groups, hierarchical B-WF2Q+ weights, budgets, idling, weight raising (v6.13)",
-        make: |p| Box::new(bfq::Bfq::new(p)),
+        make: |p| {
+            // The expiration log is for tests that drive a `Bfq` directly; a
+            // scheduler made for a run or a replay must not grow with simulated time.
+            let mut b = bfq::Bfq::new(p);
+            b.record_expirations = false;
+            Box::new(b)
+        },
     },
     SchedulerEntry {
         name: "kyber",

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 
 /// The `none` "scheduler": per-CPU FIFOs served per hardware queue (see the module
 /// docs).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct NoneSched {
     /// Software queues, by CPU.
     ctx_lists: Vec<VecDeque<RqId>>,
@@ -77,6 +77,9 @@ impl NoneSched {
 const CTX_MERGE_SCAN: usize = 8;
 
 impl Elevator for NoneSched {
+    fn clone_box(&self) -> Option<Box<dyn Elevator>> {
+        Some(Box::new(self.clone()))
+    }
     fn name(&self) -> &'static str {
         "none"
     }

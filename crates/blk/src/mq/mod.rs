@@ -129,6 +129,11 @@ impl Default for QueueConfig {
 
 /// `BLKDEV_DEFAULT_RQ`.
 const BLKDEV_DEFAULT_RQ: u32 = 128;
+/// `MAX_SCHED_RQ` (`16 * BLKDEV_DEFAULT_RQ`): the most scheduler tags
+/// `queue/nr_requests` can ask for.
+pub const MAX_SCHED_RQ: u32 = 16 * BLKDEV_DEFAULT_RQ;
+/// `BLK_MQ_MAX_DEPTH`: the deepest tag set a driver can register.
+pub const BLK_MQ_MAX_DEPTH: u32 = 10240;
 /// `BLK_MQ_BUDGET_DELAY` and `BLK_MQ_RESOURCE_DELAY`, in ms.
 const RERUN_DELAY_MS: u64 = 3;
 

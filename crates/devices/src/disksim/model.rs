@@ -284,6 +284,33 @@ impl TableParams {
                     "needs sectors per track > 0 and first_cyl <= last_cyl < cylinders",
                 ));
             }
+            // Counts are whole, non-negative and within the zone: the layout
+            // arithmetic multiplies them (a slipped track by the track size).
+            let counts = [nums[0], nums[1], nums[2], nums[4], nums[7]];
+            if counts
+                .iter()
+                .any(|x| !x.is_finite() || *x < 0.0 || x.fract() != 0.0)
+                || zone.spt > 1_000_000
+            {
+                return Err(d.err(
+                    &key,
+                    "cylinders, sectors per track (at most 1000000), front_empty and spares must be whole non-negative numbers",
+                ));
+            }
+            let zone_blocks =
+                (zone.last_cyl - zone.first_cyl + 1) as u64 * heads as u64 * zone.spt as u64;
+            if zone.front > zone_blocks {
+                return Err(d.err(
+                    &key,
+                    format!("front_empty is larger than the zone ({zone_blocks} blocks)"),
+                ));
+            }
+            if let Some(s) = zone.slips.iter().find(|&&s| s > zone_blocks) {
+                return Err(d.err(
+                    &slips_key,
+                    format!("slip {s} is beyond the zone ({zone_blocks} blocks)"),
+                ));
+            }
             zones.push(zone);
         }
         if zones.is_empty() {
@@ -1445,10 +1472,19 @@ impl TableDisk {
         }
     }
 
-    fn pump(&mut self, now: f64) {
+    /// The instant (ns) a queued command whose service starts at `start_ms` is
+    /// due: what [`Device::next_event`] reports and what [`TableDisk::pump`] compares
+    /// with. Comparing the milliseconds instead would livelock whenever rounding
+    /// puts the reported instant before the start: the event would fire, start
+    /// nothing and be reported again at the same instant.
+    fn start_ns(start_ms: f64) -> Ns {
+        Ns((start_ms * 1e6).round() as u64)
+    }
+
+    fn pump(&mut self, now: Ns) {
         while let Some(&(id, op, lbn, n, arr)) = self.queue.front() {
             let start = arr.max(self.free_at);
-            if start > now {
+            if Self::start_ns(start) > now {
                 break;
             }
             self.queue.pop_front();
@@ -1471,7 +1507,7 @@ impl Driver for TableDisk {
         let t = now.0 as f64 / 1e6;
         self.queue
             .push_back((id, rq.op, rq.sector.0, rq.nr_sectors, t));
-        self.pump(t);
+        self.pump(now);
         QueueRqStatus::Ok
     }
 }
@@ -1485,14 +1521,14 @@ impl Device for TableDisk {
         let b = self
             .queue
             .front()
-            .map(|q| Ns((q.4.max(self.free_at) * 1e6).round() as u64));
+            .map(|q| Self::start_ns(q.4.max(self.free_at)));
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
     fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
-        self.pump(now.0 as f64 / 1e6);
+        self.pump(now);
         while let Some(&(t, id)) = self.done.front() {
             if t > now {
                 break;

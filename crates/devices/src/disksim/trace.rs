@@ -28,6 +28,9 @@ pub struct TraceReq {
     pub nextinter_us: f64,
 }
 
+/// The largest request of a trace, in blocks: READ(10)'s 16-bit transfer length.
+pub const MAX_BLOCKS: u32 = 65_535;
+
 /// Parse a validation trace (`file` names it in errors).
 pub fn parse_trace(file: &str, text: &str) -> Result<Vec<TraceReq>, DiskSimError> {
     let mut out = Vec::new();
@@ -63,6 +66,12 @@ pub fn parse_trace(file: &str, text: &str) -> Result<Vec<TraceReq>, DiskSimError
             .ok()
             .filter(|b| *b > 0)
             .ok_or_else(|| DiskSimError::at(&loc, format!("bad block count '{}'", w[3])))?;
+        if bcount > MAX_BLOCKS {
+            return Err(DiskSimError::at(
+                &loc,
+                format!("block count {bcount} is above {MAX_BLOCKS} (the most a SCSI READ(10)/WRITE(10) can transfer)"),
+            ));
+        }
         let num = |s: &str, what: &str| {
             s.parse::<f64>()
                 .ok()

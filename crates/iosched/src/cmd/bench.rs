@@ -3,6 +3,7 @@
 use anyhow::{bail, Context, Result};
 use blk::bench::BenchConfig;
 use sim::bench;
+use std::io::Write as _;
 
 use super::sim_opts::parse_set;
 
@@ -139,11 +140,13 @@ pub fn run(args: Args) -> Result<()> {
         blk::bench::SchedBench::with_config(&r.sched, 1, &cfg)?;
     }
     let only_scheds = !args.sched.is_empty() || !args.set.is_empty() || args.vary.is_some();
+    let mut out = super::output::stdout();
     if !only_scheds {
-        println!(
+        writeln!(
+            out,
             "{:<34} {:>10} {:>12} {:>10} {:>9} {:>14} {:>12}",
             "workload", "host", "requests", "sim s", "wall s", "requests/s", "peak RSS"
-        );
+        )?;
         let hosts = [host::host("free")?, host::host(host::DEFAULT_HOST)?];
         let mut shares = Vec::new();
         for w in bench::workloads() {
@@ -154,7 +157,8 @@ pub fn run(args: Args) -> Result<()> {
                     let rss = bench::peak_rss_bytes()
                         .map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
                         .unwrap_or_else(|| "n/a".into());
-                    println!(
+                    writeln!(
+                        out,
                         "{:<34} {:>10} {:>12} {:>10.3} {:>9.3} {:>14.0} {:>12}",
                         r.name,
                         h.name,
@@ -163,7 +167,7 @@ pub fn run(args: Args) -> Result<()> {
                         r.wall_secs,
                         r.rate(),
                         rss
-                    );
+                    )?;
                     rates.push(r.rate());
                 }
                 if ms == args.simulated_ms * 10 {
@@ -171,26 +175,27 @@ pub fn run(args: Args) -> Result<()> {
                 }
             }
         }
-        println!();
-        println!(
+        writeln!(out)?;
+        writeln!(
+            out,
             "host model speed ({} vs free, requests per wall second, long runs):",
             host::DEFAULT_HOST
-        );
+        )?;
         for (name, share) in shares {
-            println!("  {name:<34} {:>5.0} %", share * 100.0);
+            writeln!(out, "  {name:<34} {:>5.0} %", share * 100.0)?;
         }
-        println!();
+        writeln!(out)?;
     }
-    println!(
+    writeln!(out,
         "scheduler insert+dispatch+complete, ns per request (lower is better), {} CPUs, by requests queued",
         args.cpus
-    );
+    )?;
     let width = rows.iter().map(|r| r.label.len()).max().unwrap_or(9).max(9);
     let mut head = format!("{:<width$}", "scheduler");
     for q in &args.queued {
         head.push_str(&format!(" {q:>10}"));
     }
-    println!("{head}");
+    writeln!(out, "{head}")?;
     for r in &rows {
         let cfg = BenchConfig {
             nr_cpus: args.cpus,
@@ -201,7 +206,8 @@ pub fn run(args: Args) -> Result<()> {
             let ns = blk::bench::ns_per_request_with(&r.sched, queued, args.steps, &cfg)?;
             line.push_str(&format!(" {ns:>10.0}"));
         }
-        println!("{line}");
+        writeln!(out, "{line}")?;
     }
+    out.flush()?;
     Ok(())
 }

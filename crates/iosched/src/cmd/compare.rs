@@ -5,14 +5,13 @@
 //! with the figures the patch mail quotes in one table and, on request, a chart.
 
 use super::plot;
-use super::sim_opts::{
-    parse_set, progress_bar, run_options, run_ticking, write_atomically, SimArgs, Work,
-};
+use super::sim_opts::{parse_set, progress_bar, run_options, run_ticking, SimArgs, Work};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use sim::fio::parse_job_file;
 use sim::report::RunReport;
 use sim::stats::{Dir, JobStats};
+use std::io::Write as _;
 
 /// Run one fio job file once per combination of the `--vary` settings and print a
 /// table of IOPS, bandwidth, latency and merges per variant.
@@ -199,8 +198,11 @@ pub fn run(args: Args) -> Result<()> {
                 }));
             }
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        let mut out = super::output::stdout();
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        out.flush()?;
     } else {
+        let mut out = super::output::stdout();
         let w = rows.iter().map(|r| r.label.len()).max().unwrap_or(7).max(7);
         let jw = rows
             .iter()
@@ -208,24 +210,28 @@ pub fn run(args: Args) -> Result<()> {
             .max()
             .unwrap_or(3)
             .max(3);
-        println!(
+        writeln!(out,
             "{:<w$}  {:<jw$}  {:>10} {:>11} {:>9} {:>9}  {:>10} {:>11} {:>9} {:>9}  {:>9} {:>9} {:>6}",
             "variant", "job", "read IOPS", "read MB/s", "r p50 us", "r p99 us", "write IOPS", "write MB/s", "w p50 us", "w p99 us", "r merges", "w merges", "util%"
-        );
+        )?;
         for r in &rows {
             let d = r.report.disk_util.first().cloned().unwrap_or_default();
             for (job, st) in per_job(&r.report) {
                 let (ri, rb, r50, r99) = dir_figures(&st, Dir::Read);
                 let (wi, wb, w50, w99) = dir_figures(&st, Dir::Write);
-                println!(
+                writeln!(out,
                     "{:<w$}  {:<jw$}  {:>10.0} {:>11.1} {:>9.1} {:>9.1}  {:>10.0} {:>11.1} {:>9.1} {:>9.1}  {:>9} {:>9} {:>6.1}",
                     r.label, job, ri, rb / 1e6, r50 as f64 / 1e3, r99 as f64 / 1e3,
                     wi, wb / 1e6, w50 as f64 / 1e3, w99 as f64 / 1e3,
                     d.read_merges, d.write_merges, d.util
-                );
+                )?;
             }
         }
-        println!("(merges and util are the whole device's, over all jobs of the run)");
+        writeln!(
+            out,
+            "(merges and util are the whole device's, over all jobs of the run)"
+        )?;
+        out.flush()?;
     }
     if let Some(path) = &args.plot {
         let groups: Vec<plot::Group> = rows
@@ -246,17 +252,13 @@ pub fn run(args: Args) -> Result<()> {
                 })
             })
             .collect();
-        let tmp = format!("{path}.iosched-tmp.svg");
         plot::bars(
-            &tmp,
+            path,
             &format!("{}: IOPS per variant", args.file),
             "IOPS",
             &["read".into(), "write".into()],
             &groups,
         )?;
-        let svg = std::fs::read_to_string(&tmp)?;
-        std::fs::remove_file(&tmp).ok();
-        write_atomically(path, &svg)?;
         eprintln!("wrote {path}");
     }
     Ok(())

@@ -2,6 +2,7 @@
 //! DiskSim drive into an `hdd-table` profile.
 
 use anyhow::Result;
+use std::io::Write as _;
 
 /// List the built-in device profiles with every parameter: name, unit, value, meaning.
 #[derive(clap::Args, Debug)]
@@ -42,39 +43,43 @@ pub fn run(args: Args) -> Result<()> {
         (Some(n), None) => vec![devices::profile(n)?],
         (None, None) => devices::profiles(),
     };
+    let mut out = super::output::stdout();
     for p in list {
         let dev = p.build();
         let info = dev.info();
-        println!("{}: {}", p.name, p.about);
-        println!("  model: {}", p.model());
-        println!(
+        writeln!(out, "{}: {}", p.name, p.about)?;
+        writeln!(out, "  model: {}", p.model())?;
+        writeln!(
+            out,
             "  default scheduler: {}   capacity: {} bytes   rotational: {}   write cache: {}",
             info.default_scheduler,
             info.capacity_sectors * 512,
             info.rotational,
             info.write_cache
-        );
+        )?;
         for prm in p.params() {
-            println!(
+            writeln!(
+                out,
                 "  {:<24} {:>18} {:<9} {}",
                 prm.name, prm.value, prm.unit, prm.help
-            );
+            )?;
         }
-        println!();
+        writeln!(out)?;
     }
+    out.flush()?;
     Ok(())
 }
 
 /// `iosched devices import-disksim DRIVE.parv [--out PROFILE.toml]`.
-fn import_disksim(parv: &str, out: Option<&str>) -> Result<()> {
+fn import_disksim(parv: &str, dest: Option<&str>) -> Result<()> {
     let imp = devices::disksim::import(std::path::Path::new(parv))?;
     let text = imp.to_toml();
     // The profile must load back as written.
     devices::parse_profile("<imported>", &text, &|n| devices::profile(n).ok())
         .map_err(|e| anyhow::anyhow!("imported profile does not validate: {e}"))?;
-    match out {
+    match dest {
         Some(path) => {
-            std::fs::write(path, &text).map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
+            super::output::write_file(path, text.as_bytes())?;
             eprintln!(
                 "wrote {path}: {} ({} zones); {} DiskSim parameters not used by the model (listed at the end of the file)",
                 imp.name,
@@ -82,7 +87,7 @@ fn import_disksim(parv: &str, out: Option<&str>) -> Result<()> {
                 imp.unused.len()
             );
         }
-        None => print!("{text}"),
+        None => super::output::print(&text)?,
     }
     Ok(())
 }

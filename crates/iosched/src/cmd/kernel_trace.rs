@@ -20,6 +20,14 @@ pub struct Args {
     cmd: Sub,
 }
 
+impl Args {
+    /// Whether this is `record`, which handles SIGINT and SIGTERM itself (it must
+    /// tear down what it set up in the kernel).
+    pub fn is_record(&self) -> bool {
+        matches!(self.cmd, Sub::Record(_))
+    }
+}
+
 #[derive(clap::Subcommand, Debug)]
 enum Sub {
     Record(RecordArgs),
@@ -120,6 +128,10 @@ pub struct CompareArgs {
     /// Print the figures as one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Leave out lines that cannot be parsed (counted and reported) instead of
+    /// stopping at the first one.
+    #[arg(long)]
+    skip_malformed: bool,
 }
 
 /// Run the subcommand.
@@ -134,16 +146,22 @@ pub fn run(args: Args) -> Result<()> {
 fn compare(a: CompareArgs) -> Result<()> {
     let name = a.trace.display().to_string();
     let text = fs::read_to_string(&a.trace).with_context(|| format!("cannot read {name}"))?;
+    let malformed = if a.skip_malformed {
+        kernel_trace::Malformed::Skip
+    } else {
+        kernel_trace::Malformed::Reject
+    };
     let (kt, fit, conv) =
-        kernel_trace::load_checked(&text, &a.sched, a.hz).map_err(|e| anyhow!("{name}:{e}"))?;
+        kernel_trace::try_load(&text, &a.sched, a.hz, malformed).map_err(|e| {
+            // "N: ..." becomes "FILE:N: ...", as every other input error.
+            if e.starts_with(|c: char| c.is_ascii_digit()) {
+                anyhow!("{name}:{e}")
+            } else {
+                anyhow!("{name}: {e}")
+            }
+        })?;
     if kt.events.is_empty() {
         bail!("{name}: no block events found (is this a tracefs recording?)");
-    }
-    if let Some(p) = &a.emit_conformance {
-        fs::write(p, conv.to_trace_text()).with_context(|| format!("writing {}", p.display()))?;
-    }
-    if let Some(p) = &a.emit_expected {
-        fs::write(p, conv.expected_text()).with_context(|| format!("writing {}", p.display()))?;
     }
     let opts = CompareOptions {
         explain: !a.no_explain,
@@ -152,6 +170,14 @@ fn compare(a: CompareArgs) -> Result<()> {
         ..Default::default()
     };
     let rep = kernel_trace::compare(&conv, &opts).map_err(|e| anyhow!("{name}: {e}"))?;
+    // The side files are written only once the comparison has succeeded, each whole
+    // or not at all, so a failed compare leaves nothing behind.
+    if let Some(p) = &a.emit_conformance {
+        super::output::write_file(&p.display().to_string(), conv.to_trace_text().as_bytes())?;
+    }
+    if let Some(p) = &a.emit_expected {
+        super::output::write_file(&p.display().to_string(), conv.expected_text().as_bytes())?;
+    }
     let mut by: Vec<(&str, usize)> = Vec::new();
     for d in &rep.disagreements {
         let k = d.explanation.unwrap_or("unexplained");
@@ -177,6 +203,8 @@ fn compare(a: CompareArgs) -> Result<()> {
             "refusals": rep.refusals,
             "refusals_not_reproduced": rep.refusals_not_reproduced,
             "stopped": rep.stopped,
+            "malformed_lines_skipped": kt.skipped.len(),
+            "lost_events": kt.lost_events,
             "depth_changes_kernel": conv.depth_changes.iter().map(|d| serde_json::json!({"t": d.t, "domain": d.domain, "depth": d.depth})).collect::<Vec<_>>(),
             "depth_changes_ours": rep.depth_changes.iter().map(|d| serde_json::json!({"t": d.t, "domain": d.domain, "depth": d.depth})).collect::<Vec<_>>(),
             "by_explanation": by.iter().map(|(k, n)| (k.to_string(), serde_json::Value::from(*n))).collect::<serde_json::Map<_, _>>(),
@@ -204,6 +232,16 @@ fn compare(a: CompareArgs) -> Result<()> {
             "jiffies fit: {}/{} timer samples agree\n",
             fit.agree, fit.samples
         ));
+        if !kt.skipped.is_empty() {
+            out.push_str(&format!(
+                "malformed lines left out: {} (first: line {})\n",
+                kt.skipped.len(),
+                kt.skipped[0].0
+            ));
+        }
+        if kt.lost_events > 0 {
+            out.push_str(&format!("events tracefs lost: {}\n", kt.lost_events));
+        }
         out.push_str(&format!(
             "events: {}; skipped: {} unmatched issues, {} unmatched completions, {} data-less; \
              {} request merges, {} insert merges, {} grown by bio merges, {} requeues\n",
@@ -290,8 +328,7 @@ fn compare(a: CompareArgs) -> Result<()> {
             }
         }
     }
-    std::io::stdout().write_all(out.as_bytes())?;
-    Ok(())
+    super::output::print(&out)
 }
 
 // ---------------------------------------------------------------- recording
@@ -1137,8 +1174,7 @@ fn merges(a: MergesArgs) -> Result<()> {
             ));
         }
     }
-    std::io::stdout().write_all(out.as_bytes())?;
-    Ok(())
+    super::output::print(&out)
 }
 
 #[cfg(test)]

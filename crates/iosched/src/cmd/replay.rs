@@ -5,6 +5,7 @@
 use anyhow::{anyhow, bail, Result};
 use devices::disksim::{demerit, trace, TableDisk};
 use devices::ProfileKind;
+use std::io::Write as _;
 use std::path::Path;
 
 /// Replay a DiskSim validation trace.
@@ -66,9 +67,7 @@ pub fn run(args: Args) -> Result<()> {
     if reqs.is_empty() {
         bail!("{}: no requests", args.file);
     }
-    let wall = std::time::Instant::now();
     let out = trace::replay(&mut disk, &reqs);
-    let wall = wall.elapsed();
     let sim: Vec<f64> = out.iter().map(|r| r.sim_ms).collect();
     let real: Vec<f64> = out.iter().map(|r| r.real_ms).collect();
     let d = demerit::demerit(&sim, &real);
@@ -77,29 +76,38 @@ pub fn run(args: Args) -> Result<()> {
     let mut rs = real.clone();
     rs.sort_by(f64::total_cmp);
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    println!(
-        "replay {} on {name}: {} requests ({} reads, {} writes), replayed in {:.3} s",
+    // No wall time in the output: the same trace and profile give the same bytes.
+    let mut text_out = crate::cmd::output::stdout();
+    writeln!(
+        text_out,
+        "replay {} on {name}: {} requests ({} reads, {} writes)",
         args.file,
         reqs.len(),
         reqs.iter().filter(|r| !r.write).count(),
         reqs.iter().filter(|r| r.write).count(),
-        wall.as_secs_f64()
-    );
-    println!("service time (ms)   simulated    measured");
-    println!(
+    )?;
+    writeln!(text_out, "service time (ms)   simulated    measured")?;
+    writeln!(
+        text_out,
         "  mean            {:>11.3} {:>11.3}",
         mean(&sim),
         mean(&real)
-    );
+    )?;
     for q in [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0] {
-        println!(
+        writeln!(
+            text_out,
             "  p{:<14} {:>11.3} {:>11.3}",
             format!("{}", q * 100.0),
             quantile(&ss, q),
             quantile(&rs, q)
-        );
+        )?;
     }
-    println!("demerit (DiskSim rms of the CDF distance): {d:.3} ms");
+    writeln!(
+        text_out,
+        "demerit (DiskSim rms of the CDF distance): {d:.3} ms"
+    )?;
+    text_out.flush()?;
+    drop(text_out);
     if let Some(prefix) = &args.write_lat_log {
         // fio's clat log with log_offset=1 (time ms, clat ns, direction, bytes,
         // offset, priority), written whole or not at all.
@@ -121,8 +129,7 @@ pub fn run(args: Args) -> Result<()> {
             sim::iolog::format_sample(&mut text, &params, &sample);
         }
         let text = String::from_utf8(text).map_err(|e| anyhow!("{path}: {e}"))?;
-        crate::cmd::sim_opts::write_atomically(&path, &text)
-            .map_err(|e| anyhow!("cannot write {path}: {e}"))?;
+        crate::cmd::output::write_file(&path, text.as_bytes())?;
         eprintln!("wrote {path}");
     }
     if let Some(svg) = &args.plot {

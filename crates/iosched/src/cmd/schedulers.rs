@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 use blk::elevator::{QueueParams, SCHEDULERS};
+use std::io::Write as _;
 
 /// List every scheduler with its tunables (sysfs name, unit, default, meaning) and the
 /// seed-patch variants it offers. Defaults that depend on the queue are shown for
@@ -26,20 +27,26 @@ pub fn run(args: Args) -> Result<()> {
             .with_context(|| blk::elevator::UnknownScheduler(n.clone()).to_string())?],
         None => SCHEDULERS.iter().collect(),
     };
+    let mut out = super::output::stdout();
     for s in list {
         let e = (s.make)(&params);
-        println!("{}: {}", s.name, s.about);
+        writeln!(out, "{}: {}", s.name, s.about)?;
         let t = e.tunables();
         if t.is_empty() {
-            println!("  (no tunables)");
+            writeln!(out, "  (no tunables)")?;
         }
         for t in t {
-            println!("  {:<18} {:>8} {:<9} {}", t.name, t.default, t.unit, t.help);
+            writeln!(
+                out,
+                "  {:<18} {:>8} {:<9} {}",
+                t.name, t.default, t.unit, t.help
+            )?;
         }
         for v in e.variants() {
-            println!("  variant={:<13} {}", v.name, v.help);
+            writeln!(out, "  variant={:<13} {}", v.name, v.help)?;
         }
-        println!();
+        writeln!(out)?;
     }
+    out.flush()?;
     Ok(())
 }

@@ -7,7 +7,6 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::fio::{FioInput, OutputFormat};
 use sim::report::RunReport;
 use sim::runner::{self, RunOptions};
-use std::io::Write;
 
 /// Simulation options (not fio options).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -139,10 +138,12 @@ pub fn simulate(input: &FioInput, opts: &RunOptions, progress: bool) -> Result<R
 
 /// A progress bar on stderr, hidden when stderr is not a terminal.
 pub fn progress_bar(what: &str) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    // Hidden until the run has lasted a second (see `run_ticking`): short runs
+    // print nothing but their report.
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
     bar.set_style(
         ProgressStyle::with_template(&format!(
-            "{{spinner}} {what} [{{bar:40}}] {{percent}}% (eta {{eta}})"
+            "{{spinner}} {what} [{{bar:40}}] {{percent}}% {{msg}} (eta {{eta}})"
         ))
         .expect("valid template")
         .progress_chars("=> "),
@@ -188,7 +189,15 @@ pub fn run_ticking(
     work: Work,
 ) -> Result<RunReport> {
     let mut done = 0u64;
+    let started = std::time::Instant::now();
+    let mut shown = false;
     let mut tick = |now: Ns, bytes: u64| {
+        if !shown && started.elapsed() >= std::time::Duration::from_secs(1) {
+            // Drawn only on a terminal (indicatif checks).
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            shown = true;
+        }
+        bar.set_message(format!("{:.3} s simulated", now.0 as f64 / 1e9));
         let pos = if work.by_time { now.0 } else { bytes }.min(work.len);
         bar.inc(pos.saturating_sub(done));
         done = done.max(pos);
@@ -196,14 +205,6 @@ pub fn run_ticking(
     let report = runner::run(input, opts, plan, Some(&mut tick))?;
     bar.inc(work.len.saturating_sub(done));
     Ok(report)
-}
-
-/// Write `text` to `path` whole or not at all: written beside the target and renamed,
-/// so a failed run never leaves a file that looks like a finished report.
-pub fn write_atomically(path: &str, text: &str) -> Result<()> {
-    let tmp = format!("{path}.iosched-tmp");
-    std::fs::write(&tmp, text.as_bytes()).with_context(|| format!("writing {tmp}"))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {tmp} to {path}"))
 }
 
 /// Plan, run and print in the format and to the file fio's output options ask for;
@@ -215,6 +216,7 @@ pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
 /// [`simulate_and_print`], plus an SVG of the clat CDFs to `plot` if given.
 pub fn simulate_print_plot(input: FioInput, args: &SimArgs, plot: Option<&str>) -> Result<()> {
     let opts = run_options(args)?;
+    super::signals::stop_gracefully();
     let report = simulate(&input, &opts, true)?;
     // fio prints each format asked for once, JSON before normal.
     let text: String = input
@@ -235,20 +237,13 @@ pub fn simulate_print_plot(input: FioInput, args: &SimArgs, plot: Option<&str>) 
         if series.is_empty() {
             bail!("--plot {path}: the run completed no I/O, nothing to draw");
         }
-        let tmp = format!("{path}.iosched-tmp.svg");
-        super::plot::cdf_lines(&tmp, "completion latency (clat) CDF", "clat (us)", &series)?;
-        let svg = std::fs::read_to_string(&tmp)?;
-        std::fs::remove_file(&tmp).ok();
-        write_atomically(path, &svg)?;
+        super::plot::cdf_lines(path, "completion latency (clat) CDF", "clat (us)", &series)?;
     }
     match &input.output.output_file {
-        Some(path) => write_atomically(path, &text)?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
-        }
+        Some(path) => super::output::write_file(path, text.as_bytes())?,
+        None => super::output::print(&text)?,
     }
+    super::signals::check()?;
     Ok(())
 }
 

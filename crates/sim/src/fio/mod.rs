@@ -102,6 +102,7 @@ mod options;
 pub use cmdline::{parse_command_line, parse_output_format, parse_terse_version};
 pub use error::FioError;
 pub use jobfile::{parse_job_file, parse_job_file_with_env};
+pub use options::{MAX_IODEPTH, MAX_JOBS};
 
 /// How iosched treats one fio job option (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -165,8 +165,15 @@ fn parse_time_default_unit(s: &str, bare_us: u64) -> Result<u64, String> {
     };
     n.checked_mul(mult_us)
         .and_then(|us| us.checked_mul(1_000))
-        .ok_or_else(|| format!("time '{s}' is too large"))
+        .filter(|&ns| ns <= MAX_TIME_NS)
+        .ok_or_else(|| {
+            format!("time '{s}' is too large: at most {MAX_TIME_NS} ns (about 146 years, so that simulated instants never overflow)")
+        })
 }
+
+/// The longest time an option may give: 2^62 ns leaves every sum of a few such
+/// times (start delay, ramp, runtime, deadlines) inside 64-bit nanoseconds.
+pub(crate) const MAX_TIME_NS: u64 = 1 << 62;
 
 /// Parses a strict decimal or hex unsigned integer without suffixes (used
 /// for flag values such as `thread=1`, which fio reads with `sscanf("%u")`).

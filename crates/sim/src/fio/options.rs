@@ -863,8 +863,13 @@ impl JobState {
                     }
                 }
             }
-            "numjobs" => self.numjobs = int(0, U32_MAX)?,
-            "iodepth" => self.iodepth = int(1, U32_MAX)? as u32,
+            "numjobs" => {
+                self.numjobs = int(0, U32_MAX).and_then(|n| at_most(n, MAX_JOBS, JOBS_WHY))?
+            }
+            "iodepth" => {
+                self.iodepth =
+                    int(1, U32_MAX).and_then(|d| at_most(d, MAX_IODEPTH, IODEPTH_WHY))? as u32
+            }
             "ioengine" => self.ioengine = parse_engine(v)?,
             "direct" => self.direct = parse_bool(v)?,
             "buffered" => self.direct = !parse_bool(v)?,
@@ -1756,6 +1761,25 @@ fn parse_per_dir(v: &str, kb: u32, current: [u64; 3], name: &str) -> Result<[u64
 
 /// fio's CPU list syntax: comma-separated CPUs or inclusive ranges, e.g.
 /// "0-3,5".
+/// The deepest `iodepth` accepted: each I/O in flight is simulated state allocated
+/// up front, and 65536 is already past any device queue and the kernel's default
+/// `fs.aio-max-nr` (io_uring rings stop at 32768 entries).
+pub const MAX_IODEPTH: u64 = 65_536;
+const IODEPTH_WHY: &str =
+    "the kernel's default fs.aio-max-nr; every I/O in flight is allocated up front";
+
+/// The most jobs (clones, over all sections) a run may have: fio's `REAL_MAX_JOBS`.
+pub const MAX_JOBS: u64 = 4096;
+const JOBS_WHY: &str = "fio's REAL_MAX_JOBS, the most jobs fio runs at once";
+
+/// `v`, or an error naming the largest value accepted and why.
+fn at_most(v: u64, max: u64, why: &str) -> Result<u64, String> {
+    if v > max {
+        return Err(format!("value {v} is above the maximum of {max} ({why})"));
+    }
+    Ok(v)
+}
+
 fn parse_cpu_list(v: &str) -> Result<Vec<u32>, String> {
     // fio's FIO_MAX_CPUS bound.
     const MAX_CPUS: u64 = 4096;

@@ -4,10 +4,11 @@
 //! earlier decisions led to, is asked once; it agrees *exactly* when it returns the
 //! request the kernel issued. After a disagreement the replay continues from the
 //! kernel's choice: the scheduler is rebuilt by replaying every op so far with each
-//! dispatch forced to the kernel's choice ([`Elevator::force_dispatch`]). The
-//! [`Elevator`] trait has no way to undo a dispatch or to copy a scheduler, so a
-//! rebuild from the start is the only sound way back; it costs one pass over the
-//! prefix per disagreement.
+//! dispatch forced to the kernel's choice ([`Elevator::force_dispatch`]). That
+//! forced replay is kept alongside, one op at a time, with recent copies
+//! ([`Elevator::clone_box`]), so going back costs a copy and a few ops rather than a
+//! pass over the prefix per disagreement: the comparison stays linear in the trace
+//! even against another scheduler than the recorded one.
 //!
 //! An issue event is not a decision (see `docs/validation.md`): list pulls, parked
 //! requests and two dispatchers move the instant of a decision relative to the
@@ -21,6 +22,7 @@
 //!
 //! [`Elevator`]: blk::elevator::Elevator
 //! [`Elevator::force_dispatch`]: blk::elevator::Elevator::force_dispatch
+//! [`Elevator::clone_box`]: blk::elevator::Elevator::clone_box
 
 use super::convert::{Converted, DepthChange};
 use crate::replay::{OpKind, Replayer, TraceOp};
@@ -162,20 +164,101 @@ fn forced_ok(r: &mut Replayer, op: &TraceOp, k: u64) -> Result<(), String> {
 /// calls.
 fn rebuild(c: &Converted, end: usize, refused: &[usize]) -> Result<Replayer, String> {
     let mut r = new_replayer(c)?;
-    let mut next = refused.iter().copied().peekable();
-    for (j, (op, exp)) in c.ops[..end].iter().zip(&c.expected[..end]).enumerate() {
+    replay_forced(&mut r, c, 0, end, refused)?;
+    Ok(r)
+}
+
+/// Advance `r`, in the state [`rebuild`] gives at `from`, to its state at `end`.
+fn replay_forced(
+    r: &mut Replayer,
+    c: &Converted,
+    from: usize,
+    end: usize,
+    refused: &[usize],
+) -> Result<(), String> {
+    let mut next = refused.iter().copied().filter(|&p| p >= from).peekable();
+    for (j, (op, exp)) in c.ops[..end]
+        .iter()
+        .zip(&c.expected[..end])
+        .enumerate()
+        .skip(from)
+    {
+        let r = &mut *r;
         while next.next_if(|&p| p <= j).is_some_and(|p| p == j) {
-            refuse(&mut r, c, j)?;
+            refuse(r, c, j)?;
         }
         match (&op.kind, exp) {
-            (OpKind::Dispatch, Some(k)) => forced_ok(&mut r, op, *k)?,
+            (OpKind::Dispatch, Some(k)) => forced_ok(r, op, *k)?,
             (OpKind::Dispatch, None) => {}
             _ => {
-                apply_tolerant(&mut r, op)?;
+                apply_tolerant(r, op)?;
             }
         }
     }
-    Ok(r)
+    Ok(())
+}
+
+/// The forced replay ([`rebuild`]'s state) kept alongside the comparison, one op at
+/// a time, with copies of it every [`Forced::EVERY`] ops: a rebuild at the current
+/// position is a copy, one a little earlier a copy and a few ops. Without copies
+/// (a scheduler that cannot be copied) every rebuild replays from the start.
+struct Forced {
+    /// The state at `at`, or the error the forced replay met at or before it.
+    now: Result<Replayer, String>,
+    at: usize,
+    /// Recent copies, oldest first.
+    saved: std::collections::VecDeque<(usize, Replayer)>,
+}
+
+impl Forced {
+    const EVERY: usize = 32;
+    const KEPT: usize = 8;
+
+    fn new(c: &Converted) -> Result<Forced, String> {
+        Ok(Forced {
+            now: Ok(new_replayer(c)?),
+            at: 0,
+            saved: Default::default(),
+        })
+    }
+
+    /// Move to `end` (not before the current position).
+    fn advance(&mut self, c: &Converted, end: usize, refused: &[usize]) {
+        if let Ok(r) = &mut self.now {
+            if let Err(e) = replay_forced(r, c, self.at, end, refused) {
+                self.now = Err(e);
+            }
+        }
+        self.at = end;
+        if self.at.is_multiple_of(Self::EVERY) && self.saved.back().is_none_or(|s| s.0 != end) {
+            if let Some(copy) = self.now.as_ref().ok().and_then(Replayer::try_clone) {
+                if self.saved.len() == Self::KEPT {
+                    self.saved.pop_front();
+                }
+                self.saved.push_back((self.at, copy));
+            }
+        }
+    }
+
+    /// [`rebuild`]`(c, end, refused)`, from the nearest state at or before `end`.
+    fn rebuild(&self, c: &Converted, end: usize, refused: &[usize]) -> Result<Replayer, String> {
+        if end == self.at {
+            if let Some(r) = self.now.as_ref().map_err(Clone::clone)?.try_clone() {
+                return Ok(r);
+            }
+        }
+        if end >= self.at {
+            // Past where the forced replay stopped with an error: the same error.
+            self.now.as_ref().map_err(Clone::clone)?;
+        }
+        if let Some((at, base)) = self.saved.iter().rev().find(|(at, _)| *at <= end) {
+            if let Some(mut r) = base.try_clone() {
+                replay_forced(&mut r, c, *at, end, refused)?;
+                return Ok(r);
+            }
+        }
+        rebuild(c, end, refused)
+    }
 }
 
 /// The refused dispatch run before op `j` (`j > 0`): a dispatch call at the time of
@@ -216,6 +299,7 @@ fn apply_tolerant(r: &mut Replayer, op: &TraceOp) -> Result<bool, String> {
 /// Does moving decision `i` (kernel chose `k`) earlier or later make us choose `k`?
 fn try_explain(
     c: &Converted,
+    forced: &Forced,
     i: usize,
     k: u64,
     ours: Option<u64>,
@@ -255,7 +339,7 @@ fn try_explain(
         }
         moved += 1;
         let (t, jiffies) = (c.ops[s].t, c.ops[s].jiffies);
-        let mut r = rebuild(c, s, refused).ok()?;
+        let mut r = forced.rebuild(c, s, refused).ok()?;
         let mut ok = true;
         for j in s..i {
             if is_dispatch(j) {
@@ -292,7 +376,7 @@ fn try_explain(
     while m < o.window && e < c.ops.len() && !is_dispatch(e) {
         e += 1;
         m += 1;
-        let mut r = rebuild(c, i, refused).ok()?;
+        let mut r = forced.rebuild(c, i, refused).ok()?;
         for op in &c.ops[i + 1..e] {
             apply_tolerant(&mut r, op).ok()?;
         }
@@ -323,9 +407,14 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
     let mut refused: Vec<usize> = Vec::new();
     let mut pending = c.refusals.iter().copied().peekable();
     let mut open: Vec<(usize, usize)> = Vec::new();
+    // The forced replay at each position, so that going back to the kernel's choice
+    // costs a copy rather than a replay of the whole prefix: linear, whatever the
+    // share of disagreements (comparing against another scheduler than recorded).
+    let mut forced = Forced::new(c)?;
     for (i, op) in c.ops.iter().enumerate() {
         if i > 0 {
             note_depths(&r, c.ops[i - 1].t, &mut depths, &mut rep.depth_changes);
+            forced.advance(c, i, &refused);
         }
         while let Some(w) = pending.next_if(|&(a, _)| a <= i) {
             open.push(w);
@@ -333,7 +422,7 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
         let mut k = 0;
         while k < open.len() {
             let (_, latest) = open[k];
-            let mut probe = rebuild(c, i, &refused)?;
+            let mut probe = forced.rebuild(c, i, &refused)?;
             if refuse(&mut probe, c, i)?.is_none() {
                 // Replay the refusal on the running replay. Its state can differ from
                 // the rebuilt probe's (a rebuild forces every dispatch, also those ours
@@ -379,7 +468,7 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             continue;
         }
         let explanation = if o.explain {
-            try_explain(c, i, k, ours, o, &refused)
+            try_explain(c, &forced, i, k, ours, o, &refused)
         } else {
             None
         };
@@ -394,7 +483,8 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             ours,
             explanation,
         });
-        match rebuild(c, i + 1, &refused) {
+        forced.advance(c, i + 1, &refused);
+        match forced.rebuild(c, i + 1, &refused) {
             Ok(nr) => r = nr,
             Err(e) => {
                 rep.stopped = Some(e);

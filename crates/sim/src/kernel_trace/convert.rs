@@ -264,7 +264,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
             next_exit += 1;
         }
         // tracefs sorts per-CPU buffers by time; never let t go backwards anyway.
-        let t = (e.ts_ns - t0).max(last_t);
+        let t = e.ts_ns.saturating_sub(t0).max(last_t);
         last_t = t;
         let jiffies = Some(fit.jiffies_at(e.ts_ns));
         let Some(dir) = e.dir().filter(|_| e.nr_sectors > 0) else {
@@ -522,10 +522,20 @@ fn refusals(
 impl Converted {
     /// The conformance trace text (header and ops, one per line).
     pub fn to_trace_text(&self) -> String {
-        let mut s = self.header.to_json();
+        // The dispatch ops name the kernel's choice, which `sched-replay` follows
+        // after asking ours: without it, a replay that chose differently would
+        // later complete requests it never dispatched.
+        let mut h = self.header.clone();
+        h.follows_kernel = true;
+        let mut s = h.to_json();
         s.push('\n');
-        for op in &self.ops {
-            s.push_str(&op.to_json());
+        for (op, e) in self.ops.iter().zip(&self.expected) {
+            let mut line = op.to_json();
+            if let (crate::replay::OpKind::Dispatch, Some(k)) = (&op.kind, e) {
+                line.pop();
+                line.push_str(&format!(",\"kernel\":{k}}}"));
+            }
+            s.push_str(&line);
             s.push('\n');
         }
         s

@@ -36,17 +36,28 @@ impl JiffiesFit {
         JiffiesFit {
             j0: 0,
             t0_ns,
-            period_ns: 1_000_000_000 / hz as u64,
+            period_ns: period_ns(hz) as u64,
             agree: 0,
             samples: 0,
         }
     }
 }
 
+/// The largest HZ accepted: a jiffy must last at least one nanosecond of the trace
+/// clock, and no kernel runs faster than `CONFIG_HZ=1000` (10000 leaves room).
+pub const MAX_HZ: u32 = 10_000;
+
+/// ns per jiffy, never zero: callers validate `hz` against [`MAX_HZ`] and reject 0,
+/// but the fit itself must not divide by zero or stall its window on a zero period
+/// whatever it is given.
+fn period_ns(hz: u32) -> i128 {
+    (1_000_000_000i128 / hz.max(1) as i128).max(1)
+}
+
 /// Fit jiffies to `samples` for a kernel with `hz`. `None` without samples.
 pub fn fit(samples: &[JiffySample], hz: u32) -> Option<JiffiesFit> {
     let first = samples.first()?;
-    let period = 1_000_000_000i128 / hz as i128;
+    let period = period_ns(hz);
     let j0 = first.jiffies;
     // Phase of each sample: the latest tick instant at which jiffies could have become
     // j0, given this sample. The true tick lies in (phi - period, phi].
@@ -123,5 +134,30 @@ mod tests {
         assert_eq!(f.jiffies_at(tick(7) + 3_990_000), 107);
         assert_eq!(f.jiffies_at(tick(8) + 5_000), 108);
         assert_eq!(f.jiffies_at(tick(0) - 1_000), 99);
+    }
+
+    #[test]
+    fn extreme_hz_and_jiffies_do_not_panic() {
+        let s = [
+            JiffySample {
+                ts_ns: 5,
+                jiffies: u64::MAX,
+            },
+            JiffySample {
+                ts_ns: u64::MAX,
+                jiffies: 0,
+            },
+            JiffySample {
+                ts_ns: 0,
+                jiffies: 1 << 63,
+            },
+        ];
+        for hz in [0, 1, 250, u32::MAX] {
+            let f = fit(&s, hz).unwrap();
+            assert!(f.period_ns >= 1);
+            f.jiffies_at(0);
+            f.jiffies_at(u64::MAX);
+            JiffiesFit::unanchored(u64::MAX, hz).jiffies_at(0);
+        }
     }
 }

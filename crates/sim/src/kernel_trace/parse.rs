@@ -75,7 +75,7 @@ impl BlockEvent {
 
     /// One past the last sector.
     pub fn end(&self) -> u64 {
-        self.sector + self.nr_sectors as u64
+        self.sector.saturating_add(self.nr_sectors as u64)
     }
 }
 
@@ -224,6 +224,8 @@ pub struct KernelTrace {
     pub getrqs: Vec<BlockEvent>,
     /// Lines that look like events but could not be parsed (line, reason).
     pub skipped: Vec<(usize, String)>,
+    /// Events tracefs reported lost (`CPU:N [LOST M EVENTS]` lines).
+    pub lost_events: u64,
     /// Process exits (`sched_process_exit`), in file order.
     pub exits: Vec<ProcessExit>,
     /// `# iosched:` header lines that could not be read (line, reason): a
@@ -366,7 +368,7 @@ fn parse_ts(s: &str) -> Option<u64> {
     for _ in frac.len()..9 {
         f *= 10;
     }
-    Some(sec * 1_000_000_000 + f)
+    sec.checked_mul(1_000_000_000)?.checked_add(f)
 }
 
 fn field<'a>(rest: &'a str, key: &str) -> Option<&'a str> {
@@ -392,6 +394,7 @@ fn parse_getrq(rest: &str) -> Result<((u32, u32), String, u64, u32), String> {
     let nr = f[4]
         .parse()
         .map_err(|_| format!("bad sector count '{}'", f[4]))?;
+    check_extent(sector, nr)?;
     Ok((dev, f[1].to_string(), sector, nr))
 }
 
@@ -422,7 +425,20 @@ fn parse_block(rest: &str) -> Result<BlockFields, String> {
             level = parts[2].parse().map_err(|_| format!("bad ioprio '{p}'"))?;
         }
     }
+    check_extent(sector, nr)?;
     Ok((dev, rwbs, sector, nr, class, level))
+}
+
+/// Sector numbers fit a 64-bit byte offset (`sector_t` shifted by 9): larger ones no
+/// kernel can print, and their ends would overflow.
+fn check_extent(sector: u64, nr: u32) -> Result<(), String> {
+    const MAX_SECTOR: u64 = u64::MAX >> 9;
+    if sector.saturating_add(nr as u64) > MAX_SECTOR {
+        return Err(format!(
+            "sector {sector} + {nr} is beyond the largest block device (2^55 sectors)"
+        ));
+    }
+    Ok(())
 }
 
 /// Parse the whole text of a recorded trace.
@@ -439,18 +455,34 @@ pub fn parse(text: &str) -> KernelTrace {
         if raw.starts_with('#') || raw.trim().is_empty() {
             continue;
         }
+        // tracefs's own note that a CPU's buffer overflowed: a line the recorder
+        // writes, counted (the recording warned about it when it was made).
+        if let Some(lost) = lost_events(raw) {
+            kt.lost_events = kt.lost_events.saturating_add(lost);
+            continue;
+        }
         // "TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: PAYLOAD"; the task name may hold
-        // spaces and dashes, so anchor on the "[NNN]" CPU field.
+        // spaces and dashes, so anchor on the "[NNN]" CPU field. Every line that is
+        // not in this shape is one the recorder cannot have written: reported.
+        const SHAPE: &str = "expected 'TASK-PID [CPU] FLAGS SECS.USECS: EVENT: PAYLOAD'";
         let Some((task, cpu, after)) = split_cpu(raw) else {
+            kt.skipped.push((n, format!("no [CPU] field: {SHAPE}")));
             continue;
         };
         let mut it = after.splitn(2, ": ");
         let pre = it.next().unwrap_or("");
-        let Some(rest) = it.next() else { continue };
+        let Some(rest) = it.next() else {
+            kt.skipped
+                .push((n, format!("no ': ' after the timestamp: {SHAPE}")));
+            continue;
+        };
         let Some(ts) = pre.split_whitespace().last().and_then(parse_ts) else {
+            kt.skipped.push((n, format!("bad timestamp: {SHAPE}")));
             continue;
         };
         let Some((event, payload)) = rest.split_once(": ") else {
+            kt.skipped
+                .push((n, format!("no ': ' after the event name: {SHAPE}")));
             continue;
         };
         let pid = task
@@ -486,11 +518,18 @@ pub fn parse(text: &str) -> KernelTrace {
                 // expires=J [timeout=N] → jiffies now = J − N.
                 let e = field(payload, "expires=").and_then(|v| v.parse::<u64>().ok());
                 let t = field(payload, "[timeout=").and_then(|v| v.parse::<i64>().ok());
-                if let (Some(e), Some(t)) = (e, t) {
-                    kt.samples.push(JiffySample {
+                match (e, t) {
+                    (Some(e), Some(t)) => kt.samples.push(JiffySample {
                         ts_ns: ts,
                         jiffies: e.wrapping_sub(t as u64),
-                    });
+                    }),
+                    _ => {
+                        kt.skipped.push((
+                            n,
+                            "timer_start lacks 'expires=J' or '[timeout=N]'".to_string(),
+                        ));
+                        continue;
+                    }
                 }
                 if t == Some(1) && field(payload, "function=") == Some("delayed_work_timer_fn") {
                     kt.run_delays.push(RunDelay {
@@ -516,17 +555,20 @@ pub fn parse(text: &str) -> KernelTrace {
                 continue;
             }
             "timer_expire_entry" => {
-                if let Some(j) = field(payload, "now=").and_then(|v| v.parse().ok()) {
-                    kt.samples.push(JiffySample {
+                let Some(j) = field(payload, "now=").and_then(|v| v.parse().ok()) else {
+                    kt.skipped
+                        .push((n, "timer_expire_entry lacks 'now=J'".to_string()));
+                    continue;
+                };
+                kt.samples.push(JiffySample {
+                    ts_ns: ts,
+                    jiffies: j,
+                });
+                if field(payload, "function=") == Some("kyber_timer_fn") {
+                    kt.kyber_timer_runs.push(JiffySample {
                         ts_ns: ts,
                         jiffies: j,
                     });
-                    if field(payload, "function=") == Some("kyber_timer_fn") {
-                        kt.kyber_timer_runs.push(JiffySample {
-                            ts_ns: ts,
-                            jiffies: j,
-                        });
-                    }
                 }
                 continue;
             }
@@ -543,7 +585,13 @@ pub fn parse(text: &str) -> KernelTrace {
                 }
                 continue;
             }
-            _ => continue,
+            _ => {
+                kt.skipped.push((
+                    n,
+                    format!("event '{event}' is not one kernel-trace record enables"),
+                ));
+                continue;
+            }
         };
         match parse_block(payload) {
             Ok((dev, rwbs, sector, nr_sectors, class, level)) => kt.events.push(BlockEvent {
@@ -563,6 +611,17 @@ pub fn parse(text: &str) -> KernelTrace {
         }
     }
     kt
+}
+
+/// `CPU:N [LOST M EVENTS]`, tracefs's mark of an overflowed per-CPU buffer.
+fn lost_events(line: &str) -> Option<u64> {
+    let rest = line.trim().strip_prefix("CPU:")?;
+    let (cpu, rest) = rest.split_once(' ')?;
+    cpu.parse::<u32>().ok()?;
+    rest.strip_prefix("[LOST ")?
+        .strip_suffix(" EVENTS]")?
+        .parse()
+        .ok()
 }
 
 fn split_cpu(line: &str) -> Option<(&str, u32, &str)> {
@@ -702,6 +761,22 @@ mod tests {
                 pid: 31822
             }]
         );
+    }
+
+    #[test]
+    fn malformed_lines_are_reported_with_their_line() {
+        let kt = parse(
+            "garbage\n\
+             fio-1 [000] ..... 1.000001: block_rq_issue 7,0 R () 8 + 8 [0]\n\
+             fio-1 [000] ..... 99999999999999999999.0: block_rq_issue: 7,0 R () 8 + 8 [0]\n\
+             fio-1 [000] ..... 1.000002: block_rq_frob: 7,0 R () 8 + 8 [0]\n\
+             fio-1 [000] ..... 1.000003: timer_start: timer=1 function=f expires=x\n\
+             fio-1 [000] ..... 1.000004: block_rq_issue: 7,0 R () 18446744073709551000 + 8 [0]\n\
+             CPU:1 [LOST 12 EVENTS]\n",
+        );
+        let lines: Vec<usize> = kt.skipped.iter().map(|s| s.0).collect();
+        assert_eq!(lines, vec![1, 2, 3, 4, 5, 6], "{:?}", kt.skipped);
+        assert_eq!(kt.lost_events, 12);
     }
 
     #[test]

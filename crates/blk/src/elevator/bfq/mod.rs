@@ -229,7 +229,8 @@ pub struct Bfq {
     low_latency: bool,
     /// Every expiration, in order (bounded: tests and reports read it).
     pub expirations: Vec<ExpireEvent>,
-    /// Log expirations into [`Bfq::expirations`].
+    /// Log expirations into [`Bfq::expirations`] (on from [`Bfq::new`], off for
+    /// schedulers made through [`crate::elevator::SCHEDULERS`]: unbounded).
     pub record_expirations: bool,
     /// Diagnostics: requests dispatched by injection (from a queue other than the
     /// one in service).
@@ -1434,6 +1435,9 @@ impl Bfq {
 }
 
 impl Elevator for Bfq {
+    fn clone_box(&self) -> Option<Box<dyn Elevator>> {
+        Some(Box::new(self.clone()))
+    }
     fn name(&self) -> &'static str {
         "bfq"
     }

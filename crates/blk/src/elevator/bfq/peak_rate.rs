@@ -92,7 +92,11 @@ impl Bfq {
             let mostly_random = r.sequential < (3 * r.samples) >> 2;
             if !((mostly_random && rate <= self.peak_rate) || rate > 20 << BFQ_RATE_SHIFT) {
                 let weight = (9 * r.sequential) / r.samples;
-                let weight = ((weight as u64 * r.delta_from_first) / BFQ_RATE_REF_INTERVAL).min(8);
+                // u64 multiplication wraps in the kernel too (a wrapped
+                // delta_from_first makes it overflow).
+                let weight = ((weight as u64).wrapping_mul(r.delta_from_first)
+                    / BFQ_RATE_REF_INTERVAL)
+                    .min(8);
                 let divisor = 10 - weight as u32;
                 self.peak_rate = self.peak_rate * (divisor - 1) / divisor + rate / divisor;
                 self.peak_rate = self.peak_rate.max(1);

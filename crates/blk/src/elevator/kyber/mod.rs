@@ -261,7 +261,7 @@ struct Timer {
 }
 
 /// The Kyber scheduler; see the module docs.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Kyber {
     variant: Variant,
     hz: u32,
@@ -838,6 +838,9 @@ fn op_is_sync(op: Op, flags: ReqFlags) -> bool {
 }
 
 impl Elevator for Kyber {
+    fn clone_box(&self) -> Option<Box<dyn Elevator>> {
+        Some(Box::new(self.clone()))
+    }
     fn lock_per_hctx(&self) -> bool {
         true
     }

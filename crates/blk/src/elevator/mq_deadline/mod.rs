@@ -343,7 +343,7 @@ struct CpuStats {
 }
 
 /// One priority level (`struct dd_per_prio`, without the pre-v6.19 dispatch list).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Level {
     /// Roots of the sort trees per direction, in [`MqDeadline::sort`].
     sort: [u32; 2],
@@ -400,7 +400,7 @@ impl Default for Fifo {
 }
 
 /// The mq-deadline scheduler state (`struct deadline_data`); see the module docs.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct MqDeadline {
     hz: u32,
     variant: Variant,
@@ -846,6 +846,9 @@ impl MqDeadline {
 }
 
 impl Elevator for MqDeadline {
+    fn clone_box(&self) -> Option<Box<dyn Elevator>> {
+        Some(Box::new(self.clone()))
+    }
     fn take_work(&mut self) -> crate::elevator::ElvWork {
         self.work.take()
     }

@@ -69,7 +69,7 @@ impl Node {
 
 /// The node table shared by any number of trees, each named by its root index (a
 /// `u32` the caller keeps, [`NIL`] when empty). A slot must be in at most one tree.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Forest {
     nodes: Vec<Node>,
 }

@@ -1,0 +1,77 @@
+//! Memory does not grow with simulated time: every scheduler on every built-in device
+//! with synchronous and asynchronous engines (psync, sync, libaio, io_uring), run for
+//! 1× and 100× the simulated time, must peak at about the same heap size. A counting global allocator measures
+//! the peak of live heap bytes in this test binary.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = System.alloc(l);
+        if !p.is_null() {
+            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        System.dealloc(p, l)
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+/// One measurement at a time: the counters are global.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Peak heap growth (bytes above what was live at the start) of one run.
+fn peak_of(sched: &str, device: &devices::Profile, engine: &str, runtime_ms: u64) -> usize {
+    let job = format!(
+        "[j]\nrw=randrw\nbs=4k\nsize=256m\ndirect=1\nioengine={engine}\niodepth=8\n\
+         time_based\nruntime={runtime_ms}ms\nnumjobs=2\n"
+    );
+    let input = sim::fio::parse_job_file("mem.fio", &job).unwrap();
+    let mut opts = sim::runner::RunOptions::new(device.clone());
+    opts.scheduler = Some(sched.to_string());
+    opts.write_logs = false;
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let plan = sim::runner::plan(&input, &opts).unwrap();
+    let report = sim::runner::run(&input, &opts, plan, None).unwrap();
+    let peak = PEAK.load(Ordering::Relaxed);
+    drop(report);
+    peak.saturating_sub(base)
+}
+
+#[test]
+fn peak_memory_is_flat_in_simulated_time() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut failures = Vec::new();
+    for device in devices::profiles() {
+        for sched in ["none", "mq-deadline", "kyber", "bfq"] {
+            for engine in ["psync", "sync", "libaio", "io_uring"] {
+                let short = peak_of(sched, &device, engine, 1);
+                let long = peak_of(sched, &device, engine, 100);
+                // Some structures only reach their working size after a while
+                // (histogram buckets, a device's cache): allow a fixed margin.
+                if long > short * 2 + (1 << 20) {
+                    failures.push(format!(
+                        "{sched} on {} with {engine}: {short} B at 1x, {long} B at 100x",
+                        device.name
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
