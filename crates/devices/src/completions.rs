@@ -55,6 +55,55 @@ impl<T: Copy + Ord> Default for Completions<T> {
     }
 }
 
+/// Commands in flight on a device with a fixed number of slots per hardware queue
+/// (an NVMe submission queue, null_blk's `hw_queue_depth`): a command takes a slot
+/// of its request's hctx and gives it back when it completes.
+#[derive(Clone, Debug)]
+pub struct QueueSlots {
+    depth: u32,
+    used: Vec<u32>,
+    inflight: Completions<(RqId, u16)>,
+}
+
+impl QueueSlots {
+    /// `queues` hardware queues of `depth` slots each.
+    pub fn new(queues: u16, depth: u32) -> QueueSlots {
+        QueueSlots {
+            depth,
+            used: vec![0; queues.max(1) as usize],
+            inflight: Completions::new(),
+        }
+    }
+
+    /// Take a slot of hctx `hctx`'s queue, if one is free: returns the queue.
+    pub fn take(&mut self, hctx: u16) -> Option<u16> {
+        let q = hctx as usize % self.used.len();
+        if self.used[q] >= self.depth {
+            return None;
+        }
+        self.used[q] += 1;
+        Some(q as u16)
+    }
+
+    /// Command `id`, holding a slot of queue `q`, completes at `at`.
+    pub fn complete_at(&mut self, at: Ns, id: RqId, q: u16) {
+        self.inflight.push(at, (id, q));
+    }
+
+    /// The earliest completion time, if any.
+    pub fn next(&self) -> Option<Ns> {
+        self.inflight.next()
+    }
+
+    /// Push the commands due by `now` to `done`, freeing their slots.
+    pub fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
+        while let Some((id, q)) = self.inflight.pop_due(now) {
+            self.used[q as usize] -= 1;
+            done.push(id);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

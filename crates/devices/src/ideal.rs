@@ -8,7 +8,7 @@
 //! It has no cache, no geometry, no reordering: a baseline against which real device
 //! models show their effects.
 
-use crate::completions::Completions;
+use crate::completions::QueueSlots;
 use crate::{Device, DeviceInfo, ParamInfo};
 use blk::mq::{Driver, QueueRqStatus};
 use blk::{Ns, Op, Request, RqId};
@@ -109,9 +109,7 @@ pub struct Ideal {
     p: IdealParams,
     info: DeviceInfo,
     pipe_free: Ns,
-    inflight: Completions<(RqId, u16)>,
-    /// Commands in flight per hardware queue.
-    per_queue: Vec<u32>,
+    slots: QueueSlots,
 }
 
 impl Ideal {
@@ -135,22 +133,19 @@ impl Ideal {
             completion: crate::CompletionCpu::Vector,
         };
         Ideal {
-            per_queue: vec![0; p.nr_hw_queues.max(1) as usize],
+            slots: QueueSlots::new(p.nr_hw_queues, p.queue_depth),
             p,
             info,
             pipe_free: Ns::ZERO,
-            inflight: Completions::new(),
         }
     }
 }
 
 impl Driver for Ideal {
     fn queue_rq(&mut self, now: Ns, id: RqId, rq: &Request, _last: bool) -> QueueRqStatus {
-        let q = rq.hctx as usize % self.per_queue.len();
-        if self.per_queue[q] >= self.p.queue_depth {
+        let Some(q) = self.slots.take(rq.hctx) else {
             return QueueRqStatus::DevResource;
-        }
-        self.per_queue[q] += 1;
+        };
         let bytes = rq.nr_sectors as u64 * 512;
         let ready = now.add(self.p.latency_ns);
         let done = if matches!(rq.op, Op::Flush) || bytes == 0 {
@@ -162,7 +157,7 @@ impl Driver for Ideal {
             self.pipe_free = end;
             end
         };
-        self.inflight.push(done, (id, q as u16));
+        self.slots.complete_at(done, id, q);
         QueueRqStatus::Ok
     }
 }
@@ -172,13 +167,10 @@ impl Device for Ideal {
         &self.info
     }
     fn next_event(&self) -> Option<Ns> {
-        self.inflight.next()
+        self.slots.next()
     }
     fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
-        while let Some((id, q)) = self.inflight.pop_due(now) {
-            self.per_queue[q as usize] -= 1;
-            done.push(id);
-        }
+        self.slots.advance(now, done);
     }
 }
 

@@ -270,13 +270,7 @@ pub fn parse_profile(
 
 /// Load a user's profile file (RAID members may name built-in profiles).
 pub fn load_profile_file(path: &std::path::Path) -> Result<Profile, ProfileError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ProfileError {
-        file: file.clone(),
-        line: None,
-        field: None,
-        msg: format!("cannot read: {e}"),
-    })?;
+    let (file, text) = profile::read_file(path)?;
     parse_profile(&file, &text, &|n| profile(n).ok())
 }
 

@@ -18,7 +18,7 @@
 //! Flushes complete like any request (no volatile cache: `memory_backed` and
 //! `cache_size` are not modelled).
 
-use crate::completions::Completions;
+use crate::completions::QueueSlots;
 use crate::{Device, DeviceInfo, ParamInfo};
 use blk::mq::{Driver, QueueRqStatus};
 use blk::{Ns, Request, RqId};
@@ -102,8 +102,7 @@ impl NullParams {
 pub struct Null {
     p: NullParams,
     info: DeviceInfo,
-    inflight: Completions<(RqId, u16)>,
-    per_queue: Vec<u32>,
+    slots: QueueSlots,
 }
 
 impl Null {
@@ -129,10 +128,9 @@ impl Null {
             },
         };
         Null {
-            per_queue: vec![0; p.submit_queues.max(1) as usize],
+            slots: QueueSlots::new(p.submit_queues, p.hw_queue_depth),
             p,
             info,
-            inflight: Completions::new(),
         }
     }
 
@@ -144,16 +142,14 @@ impl Null {
 
 impl Driver for Null {
     fn queue_rq(&mut self, now: Ns, id: RqId, rq: &Request, _last: bool) -> QueueRqStatus {
-        let q = rq.hctx as usize % self.per_queue.len();
-        if self.per_queue[q] >= self.p.hw_queue_depth {
+        let Some(q) = self.slots.take(rq.hctx) else {
             return QueueRqStatus::DevResource;
-        }
-        self.per_queue[q] += 1;
+        };
         let done = match self.p.irqmode {
             2 => now.add(self.p.completion_nsec),
             _ => now,
         };
-        self.inflight.push(done, (id, q as u16));
+        self.slots.complete_at(done, id, q);
         QueueRqStatus::Ok
     }
 }
@@ -163,13 +159,10 @@ impl Device for Null {
         &self.info
     }
     fn next_event(&self) -> Option<Ns> {
-        self.inflight.next()
+        self.slots.next()
     }
     fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
-        while let Some((id, q)) = self.inflight.pop_due(now) {
-            self.per_queue[q as usize] -= 1;
-            done.push(id);
-        }
+        self.slots.advance(now, done);
     }
 }
 

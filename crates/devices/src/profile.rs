@@ -48,6 +48,20 @@ impl fmt::Display for ProfileError {
 
 impl std::error::Error for ProfileError {}
 
+/// A profile file's name (as errors show it) and text.
+pub fn read_file(path: &std::path::Path) -> Result<(String, String), ProfileError> {
+    let file = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok((file, text)),
+        Err(e) => Err(ProfileError {
+            file,
+            line: None,
+            field: None,
+            msg: format!("cannot read: {e}"),
+        }),
+    }
+}
+
 /// A parsed value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {

@@ -304,13 +304,7 @@ pub fn host(name: &str) -> Result<HostProfile, UnknownHost> {
 
 /// Load a user's host profile file.
 pub fn load_host_file(path: &std::path::Path) -> Result<HostProfile, ProfileError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ProfileError {
-        file: file.clone(),
-        line: None,
-        field: None,
-        msg: format!("cannot read: {e}"),
-    })?;
+    let (file, text) = devices::profile::read_file(path)?;
     parse_host(&file, &text)
 }
 
