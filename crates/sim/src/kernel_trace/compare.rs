@@ -481,13 +481,11 @@ fn replay_order(
     refused: &[usize],
 ) -> Option<Replayer> {
     let mut r = forced.rebuild(c, s, refused).ok()?;
-    let mut pos = s;
-    for j in order {
+    for (pos, j) in (s..).zip(order) {
         if refused.binary_search(&j).is_ok() && j > s {
             refuse(&mut r, c, j).ok()?;
         }
         let at = &c.ops[pos.min(j)];
-        pos += 1;
         match (&c.ops[j].kind, c.expected[j]) {
             (OpKind::Dispatch, Some(kk)) => {
                 let op = TraceOp {
