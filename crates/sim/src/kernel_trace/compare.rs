@@ -420,6 +420,58 @@ fn try_explain(
     None
 }
 
+/// Requests in flight after each op, and the most ever in flight (the driver's
+/// depth as the trace shows it).
+fn in_flight(c: &Converted) -> (Vec<u32>, u32) {
+    let mut n = 0u32;
+    let mut out = Vec::with_capacity(c.ops.len());
+    for (op, exp) in c.ops.iter().zip(&c.expected) {
+        match (&op.kind, exp) {
+            (OpKind::Dispatch, Some(_)) => n += 1,
+            (OpKind::Complete { .. }, _) => n = n.saturating_sub(1),
+            _ => {}
+        }
+        out.push(n);
+    }
+    let full = out.iter().copied().max().unwrap_or(0);
+    (out, full)
+}
+
+/// "Parked while the driver was full": blk-mq takes a request from the scheduler,
+/// finds no driver tag free and parks it on `hctx->dispatch`
+/// (`blk_mq_dispatch_rq_list`); later runs issue the parked request before asking
+/// the scheduler again (`__blk_mq_sched_dispatch_requests`). Its issue event then
+/// shows a decision taken at the first queue run after its insert that found every
+/// driver tag busy. Does our scheduler choose `k` right after an op `q` at which
+/// `full` requests were in flight, from op `from` on (`k`'s insert, and the
+/// previous parked request's issue)? Returns the first such `q`.
+fn try_parked(
+    c: &Converted,
+    forced: &Forced,
+    i: usize,
+    k: u64,
+    from: usize,
+    flight: &(Vec<u32>, u32),
+    refused: &[usize],
+) -> Option<usize> {
+    let (counts, full) = flight;
+    (from..i.saturating_sub(1))
+        .filter(|&q| counts.get(q).is_some_and(|n| n >= full))
+        .take(PARKED_TRIALS)
+        .find(|&q| {
+            forced.rebuild(c, q + 1, refused).is_ok_and(|mut r| {
+                let op = TraceOp {
+                    kind: OpKind::Dispatch,
+                    ..c.ops[q].clone()
+                };
+                matches!(r.apply(&op), Ok(Some(Some(got))) if got == k)
+            })
+        })
+}
+
+/// How many full-driver instants [`try_parked`] tries per disagreement.
+const PARKED_TRIALS: usize = 16;
+
 /// "Issued late": does moving one of the last few issues (at op `j`) before the
 /// other CPU's ops traced just before it (from op `s` on) make us choose `k` at
 /// decision `i`? The issue may cross only ops of another CPU (a task's own events
@@ -537,6 +589,17 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
     // costs a copy rather than a replay of the whole prefix: linear, whatever the
     // share of disagreements (comparing against another scheduler than recorded).
     let mut forced = Forced::new(c)?;
+    let flight = in_flight(c);
+    let inserted_at: rustc_hash::FxHashMap<u64, usize> = c
+        .ops
+        .iter()
+        .enumerate()
+        .filter_map(|(j, op)| match &op.kind {
+            OpKind::Insert(ins) => Some((ins.id, j)),
+            _ => None,
+        })
+        .collect();
+    let mut last_parked = 0;
     for i in 0..c.ops.len() {
         let c = &work;
         let op = &c.ops[i].clone();
@@ -596,17 +659,31 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             rep.exact += 1;
             continue;
         }
-        let mut explanation = if o.explain {
-            try_explain(c, &forced, i, k, ours, o, &refused)
+        // The parked-request rule first: its decision instant is known (the queue
+        // run that found the driver full), and the forced replay must take the
+        // request there, not at its issue.
+        let parked = if o.explain {
+            // One request is parked at a time: the runs that find it parked issue
+            // it rather than ask the scheduler.
+            let from = inserted_at.get(&k).copied().unwrap_or(i).max(last_parked);
+            try_parked(c, &forced, i, k, from, &flight, &refused)
         } else {
             None
         };
-        let moved = match explanation {
-            None if o.explain => try_reorder(c, &forced, i, k, o, &refused),
-            _ => None,
+        let mut explanation = match parked {
+            Some(_) => Some("parked while the driver was full"),
+            None if o.explain => try_explain(c, &forced, i, k, ours, o, &refused),
+            None => None,
         };
-        if moved.is_some() {
-            explanation = Some("issued late (decided before the other CPU's events)");
+        let mut moved = parked.map(|q| (i, q + 1));
+        if parked.is_some() {
+            last_parked = i + 1;
+        }
+        if explanation.is_none() && o.explain {
+            moved = try_reorder(c, &forced, i, k, o, &refused);
+            if moved.is_some() {
+                explanation = Some("issued late (decided before the other CPU's events)");
+            }
         }
         if explanation.is_some() {
             rep.explained += 1;
