@@ -247,6 +247,11 @@ impl Forced {
         }
     }
 
+    /// The earliest position a rebuild can start from a copy (not the start).
+    fn oldest(&self) -> usize {
+        self.saved.front().map_or(0, |s| s.0)
+    }
+
     /// Go back to `pos` after the ops from `pos` on were reordered: copies past it
     /// are dropped and the state is rebuilt there.
     fn rewind(&mut self, c: &Converted, pos: usize, refused: &[usize]) {
@@ -665,7 +670,14 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
         let parked = if o.explain {
             // One request is parked at a time: the runs that find it parked issue
             // it rather than ask the scheduler.
-            let from = inserted_at.get(&k).copied().unwrap_or(i).max(last_parked);
+            // Not further back than the forced replay's oldest copy: a rebuild from
+            // the start per trial would make the comparison quadratic.
+            let from = inserted_at
+                .get(&k)
+                .copied()
+                .unwrap_or(i)
+                .max(last_parked)
+                .max(forced.oldest());
             try_parked(c, &forced, i, k, from, &flight, &refused)
         } else {
             None
