@@ -61,6 +61,25 @@ fn a_sweep_is_one_table_resumable_and_the_same_however_it_is_split() {
         lines[2].split(',').skip(8).collect::<Vec<_>>()
     );
 
+    // Three seeds per setting: a summary with their spread.
+    let summary = std::fs::read_to_string(full.join("summary.csv")).unwrap();
+    let sl: Vec<&str> = summary.lines().collect();
+    assert_eq!(sl.len(), 3, "{summary}");
+    assert!(
+        sl[0].starts_with("device,sched,job,dir,seeds,iops_mean,iops_sd,iops_ci95,"),
+        "{summary}"
+    );
+    assert!(sl[1].starts_with("hdd-7200,none,r,read,3,"), "{summary}");
+    let iops: Vec<f64> = lines[1..4]
+        .iter()
+        .map(|l| l.split(',').nth(8).unwrap().parse().unwrap())
+        .collect();
+    let mean: f64 = sl[1].split(',').nth(5).unwrap().parse().unwrap();
+    assert!(
+        (mean - iops.iter().sum::<f64>() / 3.0).abs() < 0.01,
+        "{summary}"
+    );
+
     // A re-run skips what is done.
     let again = iosched(&["sweep", s(&grid), "--out", s(&full)]);
     assert!(
@@ -95,6 +114,10 @@ fn a_sweep_is_one_table_resumable_and_the_same_however_it_is_split() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&merged).unwrap(), table);
+    assert_eq!(
+        std::fs::read_to_string(d.join("merged.summary.csv")).unwrap(),
+        summary
+    );
     std::fs::remove_dir_all(&d).ok();
 }
 

@@ -483,6 +483,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     write_atomic(&out.join("results.csv"), &table)?;
+    write_summary(&table, &out.join("summary.csv"))?;
     let nfailed = failed.iter().filter(|&&f| f).count();
     eprintln!(
         "{} runs ({} run now, {} already done, {nfailed} failed): {}",
@@ -492,6 +493,74 @@ pub fn run(args: Args) -> Result<()> {
         out.join("results.csv").display()
     );
     Ok(())
+}
+
+/// Figures summarised over seeds in `summary.csv`.
+const SUMMARISED: [&str; 4] = ["iops", "bw_bytes", "clat_mean_ns", "clat_p99_ns"];
+
+/// With a `seed` column: per setting, job and direction (every column but `run`,
+/// `status`, `error`, `seed` and the figures), the number of seeds and each
+/// summarised figure's mean, standard deviation and 95 % interval half-width
+/// ([`sim::spread`]), over the runs that succeeded; in order of first
+/// appearance. `None` without a seed column.
+fn summarize(table: &str) -> Option<String> {
+    let mut lines = table.lines();
+    let head = csv_split(lines.next()?);
+    let seed = head.iter().position(|h| h == "seed")?;
+    let first_fig = head.iter().position(|h| h == FIGURES[0])?;
+    let keys: Vec<usize> = (3..first_fig).filter(|&i| i != seed).collect();
+    let figs: Vec<usize> = SUMMARISED
+        .iter()
+        .filter_map(|f| head.iter().position(|h| h == f))
+        .collect();
+    let mut groups: Vec<(Vec<String>, Vec<Vec<f64>>)> = Vec::new();
+    for l in lines {
+        let row = csv_split(l);
+        if row.get(1).map(String::as_str) != Some("ok") {
+            continue;
+        }
+        let key: Vec<String> = keys
+            .iter()
+            .map(|&i| row.get(i).cloned().unwrap_or_default())
+            .collect();
+        let vals: Vec<f64> = figs
+            .iter()
+            .map(|&i| row.get(i).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN))
+            .collect();
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(vals),
+            None => groups.push((key, vec![vals])),
+        }
+    }
+    let mut out_head: Vec<String> = keys.iter().map(|&i| head[i].clone()).collect();
+    out_head.push("seeds".into());
+    for &i in &figs {
+        for suffix in ["mean", "sd", "ci95"] {
+            out_head.push(format!("{}_{suffix}", head[i]));
+        }
+    }
+    let mut text = csv_line(&out_head);
+    for (key, runs) in &groups {
+        let mut row = key.clone();
+        row.push(runs.len().to_string());
+        for k in 0..figs.len() {
+            let xs: Vec<f64> = runs.iter().map(|r| r[k]).collect();
+            let sp = sim::spread::Spread::of(&xs);
+            row.push(format!("{:.3}", sp.mean));
+            row.push(format!("{:.3}", sp.stddev));
+            row.push(sp.ci95.map(|c| format!("{c:.3}")).unwrap_or_default());
+        }
+        text.push_str(&csv_line(&row));
+    }
+    Some(text)
+}
+
+/// Write `summary.csv` beside a table when it has seeds.
+fn write_summary(table: &str, path: &Path) -> Result<()> {
+    match summarize(table) {
+        Some(s) => write_atomic(path, &s),
+        None => Ok(()),
+    }
 }
 
 /// Split one CSV line into fields (the quoting [`csv_line`] writes).
@@ -564,6 +633,11 @@ fn merge(out: &str, dirs: &[String]) -> Result<()> {
     write_atomic(Path::new(out), &text)?;
     let mut e = std::io::stderr();
     writeln!(e, "wrote {out}")?;
+    if summarize(&text).is_some() {
+        let p = Path::new(out).with_extension("summary.csv");
+        write_summary(&text, &p)?;
+        writeln!(e, "wrote {}", p.display())?;
+    }
     Ok(())
 }
 
