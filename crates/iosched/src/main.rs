@@ -34,7 +34,7 @@ enum Command {
     Hosts(cmd::hosts::Args),
     /// Run one job under several settings and compare the results side by side.
     Compare(cmd::compare::Args),
-    /// Run a grid of settings × seeds in parallel into one table (CSV); shards, resumes.
+    /// Run a grid of settings × seeds in parallel into one table (CSV, Parquet); shards, resumes.
     Sweep(cmd::sweep::Args),
     /// Measure simulator speed and memory on built-in workloads.
     Bench(cmd::bench::Args),

@@ -61,6 +61,31 @@ fn a_sweep_is_one_table_resumable_and_the_same_however_it_is_split() {
         lines[2].split(',').skip(8).collect::<Vec<_>>()
     );
 
+    // The same table as Parquet.
+    let pq = std::fs::File::open(full.join("results.parquet")).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(pq)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 6);
+    let b = &batches[0];
+    let iops = b
+        .column_by_name("iops")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<arrow_array::Float64Array>()
+        .unwrap();
+    let csv_iops: f64 = lines[3].split(',').nth(8).unwrap().parse().unwrap();
+    assert_eq!(iops.value(2), csv_iops);
+    let sched = b
+        .column_by_name("sched")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<arrow_array::StringArray>()
+        .unwrap();
+    assert_eq!(sched.value(5), "mq-deadline");
+
     // Three seeds per setting: a summary with their spread.
     let summary = std::fs::read_to_string(full.join("summary.csv")).unwrap();
     let sl: Vec<&str> = summary.lines().collect();
@@ -114,6 +139,10 @@ fn a_sweep_is_one_table_resumable_and_the_same_however_it_is_split() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&merged).unwrap(), table);
+    assert_eq!(
+        std::fs::read(d.join("merged.parquet")).unwrap(),
+        std::fs::read(full.join("results.parquet")).unwrap()
+    );
     assert_eq!(
         std::fs::read_to_string(d.join("merged.summary.csv")).unwrap(),
         summary

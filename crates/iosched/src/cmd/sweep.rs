@@ -483,6 +483,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     write_atomic(&out.join("results.csv"), &table)?;
+    write_parquet(&table, &out.join("results.parquet"))?;
     write_summary(&table, &out.join("summary.csv"))?;
     let nfailed = failed.iter().filter(|&&f| f).count();
     eprintln!(
@@ -493,6 +494,47 @@ pub fn run(args: Args) -> Result<()> {
         out.join("results.csv").display()
     );
     Ok(())
+}
+
+/// The same table as Parquet: `run` as an unsigned integer, the figures as
+/// doubles (null where a failed run has none), everything else as strings.
+fn write_parquet(table: &str, path: &Path) -> Result<()> {
+    use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray, UInt64Array};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let mut lines = table.lines();
+    let head = csv_split(lines.next().unwrap_or_default());
+    let rows: Vec<Vec<String>> = lines.map(csv_split).collect();
+    let cell = |r: &Vec<String>, i: usize| r.get(i).cloned().unwrap_or_default();
+    let mut fields = Vec::new();
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    for (i, name) in head.iter().enumerate() {
+        if name == "run" {
+            fields.push(Field::new(name, DataType::UInt64, false));
+            let v: Vec<u64> = rows
+                .iter()
+                .map(|r| cell(r, i).parse().unwrap_or(0))
+                .collect();
+            cols.push(Arc::new(UInt64Array::from(v)));
+        } else if FIGURES.contains(&name.as_str()) {
+            fields.push(Field::new(name, DataType::Float64, true));
+            let v: Vec<Option<f64>> = rows.iter().map(|r| cell(r, i).parse().ok()).collect();
+            cols.push(Arc::new(Float64Array::from(v)));
+        } else {
+            fields.push(Field::new(name, DataType::Utf8, false));
+            let v: Vec<String> = rows.iter().map(|r| cell(r, i)).collect();
+            cols.push(Arc::new(StringArray::from(v)));
+        }
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(schema.clone(), cols).context("building the Parquet table")?;
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let file =
+        std::fs::File::create(&tmp).with_context(|| format!("cannot write '{}'", tmp.display()))?;
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, schema, None)?;
+    w.write(&batch)?;
+    w.close()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write '{}'", path.display()))
 }
 
 /// Figures summarised over seeds in `summary.csv`.
@@ -631,8 +673,10 @@ fn merge(out: &str, dirs: &[String]) -> Result<()> {
         text.push_str(&l);
     }
     write_atomic(Path::new(out), &text)?;
+    let pq = Path::new(out).with_extension("parquet");
+    write_parquet(&text, &pq)?;
     let mut e = std::io::stderr();
-    writeln!(e, "wrote {out}")?;
+    writeln!(e, "wrote {out} and {}", pq.display())?;
     if summarize(&text).is_some() {
         let p = Path::new(out).with_extension("summary.csv");
         write_summary(&text, &p)?;
