@@ -22,6 +22,7 @@ pub mod report;
 pub mod runner;
 pub mod simulate;
 pub mod stats;
+pub mod trace;
 
 pub mod kernel_trace;
 pub mod replay;
