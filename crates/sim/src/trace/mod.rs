@@ -252,9 +252,21 @@ pub struct TraceSummary {
     /// Skipped entries by action name, with counts.
     pub unknown: BTreeMap<String, u64>,
     /// Recorded service times (ns), when the trace has them.
-    pub service_ns: Vec<u64>,
+    pub service_ns: Option<hdrhistogram::Histogram<u64>>,
     /// Distinct submitting pids seen (at most 4096 are kept).
     pub pids: std::collections::BTreeSet<u32>,
+}
+
+impl TraceSummary {
+    fn add_service(&mut self, v: Vec<u64>) {
+        if v.is_empty() {
+            return;
+        }
+        let h = self.service_ns.get_or_insert_with(replay::new_histogram);
+        for x in v {
+            h.saturating_record(x);
+        }
+    }
 }
 
 /// Read the whole trace once, checking what a replay relies on: every line
@@ -262,7 +274,7 @@ pub struct TraceSummary {
 /// `rules` ask, timestamps in order and of a plausible unit.
 pub fn check(format: Format, path: &Path, rules: &CheckRules) -> Result<TraceSummary, TraceError> {
     let file = path.display().to_string();
-    let mut r = open(format, path)?;
+    let mut r = open_sorted(format, path, rules.allow_unsorted)?;
     let mut s = TraceSummary::default();
     let err = |line: u64, message: String| TraceError {
         file: file.clone(),
@@ -271,7 +283,7 @@ pub fn check(format: Format, path: &Path, rules: &CheckRules) -> Result<TraceSum
     };
     let mut prev: Option<(u64, u64)> = None;
     while let Some(io) = r.next_io()? {
-        s.service_ns.extend(r.take_service_times());
+        s.add_service(r.take_service_times());
         if let Some(t) = io.t_ns {
             if let Some((pt, pl)) = prev {
                 if t < pt && !rules.allow_unsorted {
@@ -328,7 +340,7 @@ pub fn check(format: Format, path: &Path, rules: &CheckRules) -> Result<TraceSum
             }
         }
     }
-    s.service_ns.extend(r.take_service_times());
+    s.add_service(r.take_service_times());
     s.unknown = r.unknown().clone();
     if rules.check_units {
         check_units(&s, &file)?;
@@ -436,4 +448,59 @@ pub(crate) fn line_str<'a>(buf: &'a [u8], file: &str, line: u64) -> Result<&'a s
         line,
         message: "not UTF-8 text: is this a text trace?".into(),
     })
+}
+
+/// A trace read whole and sorted by timestamp (stable: equal times keep their
+/// order), for `--sort`: the one replay that holds the trace in memory.
+pub struct Sorted {
+    ios: std::vec::IntoIter<TraceIo>,
+    unknown: BTreeMap<String, u64>,
+    service: Vec<u64>,
+}
+
+impl Sorted {
+    /// Read all of `r` and sort it.
+    pub fn new(mut r: Box<dyn TraceReader>) -> Result<Sorted, TraceError> {
+        let mut v = Vec::new();
+        let mut service = Vec::new();
+        while let Some(io) = r.next_io()? {
+            v.push(io);
+            service.extend(r.take_service_times());
+        }
+        service.extend(r.take_service_times());
+        v.sort_by_key(|io| io.t_ns.unwrap_or(0));
+        Ok(Sorted {
+            ios: v.into_iter(),
+            unknown: r.unknown().clone(),
+            service,
+        })
+    }
+}
+
+impl TraceReader for Sorted {
+    fn next_io(&mut self) -> Result<Option<TraceIo>, TraceError> {
+        Ok(self.ios.next())
+    }
+
+    fn unknown(&self) -> &BTreeMap<String, u64> {
+        &self.unknown
+    }
+
+    fn take_service_times(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.service)
+    }
+}
+
+/// Open `path` as `format`, sorted by time when `sort` (in memory).
+pub fn open_sorted(
+    format: Format,
+    path: &Path,
+    sort: bool,
+) -> Result<Box<dyn TraceReader>, TraceError> {
+    let r = open(format, path)?;
+    if sort {
+        Ok(Box::new(Sorted::new(r)?))
+    } else {
+        Ok(r)
+    }
 }
