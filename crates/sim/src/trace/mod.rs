@@ -179,7 +179,10 @@ pub fn open(format: Format, path: &Path) -> Result<Box<dyn TraceReader>, TraceEr
         Format::FioIolog => Box::new(fio_iolog::IologReader::open(path)?),
         Format::Blktrace => Box::new(blktrace::BlktraceReader::open(&blktrace_files(path)?)?),
         Format::Blkparse => Box::new(text::Blkparse::new(name.clone(), open_text(path)?)),
-        Format::Tracefs => Box::new(text::Tracefs::new(name.clone(), open_text(path)?)),
+        Format::Tracefs => {
+            let which = text::TracefsRequests::scan(open_text(path)?);
+            Box::new(text::Tracefs::new(name.clone(), open_text(path)?, which))
+        }
         Format::Msr => Box::new(text::Msr::new(name.clone(), open_text(path)?)),
         Format::Mqsim => Box::new(text::Ascii::new(name.clone(), open_text(path)?, false)),
         Format::DisksimAscii => Box::new(text::Ascii::new(name.clone(), open_text(path)?, true)),
@@ -264,7 +267,7 @@ impl TraceSummary {
         }
         let h = self.service_ns.get_or_insert_with(replay::new_histogram);
         for x in v {
-            h.saturating_record(x);
+            let _ = h.record(x);
         }
     }
 }

@@ -216,27 +216,64 @@ impl<R: BufRead + Send> TraceReader for Blkparse<R> {
     }
 }
 
+/// Which events of a tracefs recording are the requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TracefsRequests {
+    /// `block_getrq`: a request allocated for a bio, in the submitter's
+    /// context (its pid and CPU); every request, whatever the scheduler.
+    Getrq,
+    /// `block_rq_insert`: requests entering the elevator (recordings without
+    /// `block_getrq`; a request issued directly, bypassing the elevator, is
+    /// missing).
+    Insert,
+    /// `block_rq_issue`: what the driver got (recordings with neither).
+    Issue,
+}
+
+impl TracefsRequests {
+    /// The best events a recording has: getrq, else insert, else issue (a scan
+    /// of the file's event names).
+    pub fn scan(input: impl BufRead) -> TracefsRequests {
+        let (mut insert, mut issue) = (false, false);
+        for line in input.split(b'\n').map_while(Result::ok) {
+            let has = |n: &[u8]| line.windows(n.len()).any(|w| w == n);
+            if has(b" block_getrq: ") {
+                return TracefsRequests::Getrq;
+            }
+            insert |= has(b" block_rq_insert: ");
+            issue |= has(b" block_rq_issue: ");
+        }
+        match (insert, issue) {
+            (true, _) => TracefsRequests::Insert,
+            _ => TracefsRequests::Issue,
+        }
+    }
+}
+
 /// A tracefs recording (`iosched kernel-trace record`'s file), read with the
-/// validator's parser line by line: the requests are its `block_getrq` events
-/// (a request allocated for a bio, in the submitter's context: its pid and
-/// CPU); `block_rq_issue` → `block_rq_complete` pairs are the recorded service
-/// times. Other events are read and dropped; lines the parser rejects are
-/// errors.
+/// validator's parser line by line: the requests are the events `which` names
+/// (see [`TracefsRequests`]), with their pid and CPU; `block_rq_issue` →
+/// `block_rq_complete` pairs are the recorded service times. Other events are
+/// read and dropped; lines the parser rejects are errors.
 pub struct Tracefs<R> {
     l: Lines<R>,
     kt: KernelTrace,
+    which: TracefsRequests,
     issued: HashMap<((u32, u32), u64), u64>,
     service: Vec<u64>,
+    pending: std::collections::VecDeque<crate::kernel_trace::parse::BlockEvent>,
 }
 
 impl<R: BufRead + Send> Tracefs<R> {
     /// Read a recording from `input` (named `file` in messages).
-    pub fn new(file: String, input: R) -> Tracefs<R> {
+    pub fn new(file: String, input: R, which: TracefsRequests) -> Tracefs<R> {
         Tracefs {
             l: Lines::new(file, input),
             kt: KernelTrace::default(),
+            which,
             issued: HashMap::new(),
             service: Vec::new(),
+            pending: Default::default(),
         }
     }
 }
@@ -275,6 +312,19 @@ impl<R: BufRead + Send> TraceReader for Tracefs<R> {
                     }
                     _ => {}
                 }
+                let wanted = match self.which {
+                    TracefsRequests::Insert => e.kind == BlockKind::Insert,
+                    TracefsRequests::Issue => e.kind == BlockKind::Issue,
+                    TracefsRequests::Getrq => false,
+                };
+                if wanted {
+                    self.pending.push_back(e);
+                }
+            }
+            if self.which == TracefsRequests::Getrq {
+                self.pending.extend(self.kt.getrqs.drain(..));
+            } else {
+                self.kt.getrqs.clear();
             }
             // What the replay does not use, dropped as it comes.
             self.kt.samples.clear();
@@ -282,7 +332,7 @@ impl<R: BufRead + Send> TraceReader for Tracefs<R> {
             self.kt.kyber_timer_runs.clear();
             self.kt.run_delays.clear();
             self.kt.exits.clear();
-            let Some(g) = self.kt.getrqs.pop() else {
+            let Some(g) = self.pending.pop_front() else {
                 continue;
             };
             if self.kt.meta.dev.is_some_and(|d| d != g.dev) {
@@ -290,11 +340,11 @@ impl<R: BufRead + Send> TraceReader for Tracefs<R> {
                 continue;
             }
             let Some(op) = rwbs_op(&g.rwbs, g.nr_sectors as u64) else {
-                count_unknown(unknown, &format!("getrq {}", g.rwbs));
+                count_unknown(unknown, &format!("{:?} {}", self.which, g.rwbs));
                 continue;
             };
             return Ok(Some(TraceIo {
-                line: n as u64,
+                line: g.line as u64,
                 t_ns: Some(g.ts_ns),
                 op,
                 offset: g.sector * 512,
