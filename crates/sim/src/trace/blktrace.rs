@@ -169,12 +169,9 @@ impl Record {
 /// either byte order. `Some(big_endian)` when they are.
 pub fn detect(head: &[u8]) -> Option<bool> {
     let b: &[u8; RECORD] = head.get(..RECORD)?.try_into().ok()?;
-    for big in [false, true] {
-        if Record::decode(b, big).magic & 0xffff_ff00 == MAGIC {
-            return Some(big);
-        }
-    }
-    None
+    [false, true]
+        .into_iter()
+        .find(|&big| Record::decode(b, big).magic & 0xffff_ff00 == MAGIC)
 }
 
 /// One per-CPU file being read.
@@ -349,10 +346,8 @@ impl BlktraceReader {
                     self.depth[d] -= 1;
                 }
             }
-            TA_ISSUE => {
-                if self.issued.len() < MAX_PENDING {
-                    self.issued.insert((t.device, t.sector), t.time);
-                }
+            TA_ISSUE if self.issued.len() < MAX_PENDING => {
+                self.issued.insert((t.device, t.sector), t.time);
             }
             TA_COMPLETE => {
                 if let Some(d) = d {

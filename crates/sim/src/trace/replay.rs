@@ -236,8 +236,8 @@ impl FioTiming {
         }
         let mut offset = io.offset;
         let mut bytes = io.bytes;
-        if self.opts.scale > 0 {
-            offset /= self.opts.scale;
+        if let Some(o) = offset.checked_div(self.opts.scale) {
+            offset = o;
         }
         if self.opts.align > 0 {
             offset &= !(self.opts.align - 1);
