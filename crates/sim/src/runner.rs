@@ -301,6 +301,18 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         };
+        if !replays.is_empty() && (spec.rate.is_some() || spec.thinktime.is_some()) {
+            return Err(job_err(
+                spec,
+                "rate or thinktime with read_iolog is not modeled yet (the replay's timing comes from the log)",
+            ));
+        }
+        if !spec.direct && replays.iter().any(|r| r.trims > 0) {
+            return Err(job_err(
+                spec,
+                "read_iolog with trims and buffered I/O is not modeled yet; use direct=1",
+            ));
+        }
         for (r, f) in replays.iter().zip(spec.iolog.read.iter().flatten()) {
             if !r.unknown.is_empty() {
                 replay_notes.push(format!(

@@ -103,7 +103,8 @@ impl IologReader {
     /// Parse the current line; `None` for one that is skipped.
     fn parse_line(&mut self) -> Result<Option<TraceIo>, TraceError> {
         let text = line_str(&self.buf, &self.file, self.line)?;
-        let f: Vec<&str> = text.split_whitespace().collect();
+        let (all, nf) = super::fields::<8>(text.split_ascii_whitespace());
+        let f = &all[..nf.min(8)];
         if f.is_empty() {
             return Ok(None);
         }
@@ -178,7 +179,7 @@ impl IologReader {
                 }
                 Ok(Some(io(op, offset, bytes as u64)))
             }
-            _ => Err(self.err(format!("{} fields: {shape}", f.len()))),
+            _ => Err(self.err(format!("{nf} fields: {shape}"))),
         }
     }
 }

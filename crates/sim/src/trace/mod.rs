@@ -507,3 +507,19 @@ pub fn open_sorted(
         Ok(r)
     }
 }
+
+/// The first `N` items of `it` and how many it had in all (no allocation: the
+/// readers split every line).
+pub(crate) fn fields<'a, const N: usize>(
+    it: impl Iterator<Item = &'a str>,
+) -> ([&'a str; N], usize) {
+    let mut out = [""; N];
+    let mut n = 0;
+    for x in it {
+        if n < N {
+            out[n] = x;
+        }
+        n += 1;
+    }
+    (out, n)
+}

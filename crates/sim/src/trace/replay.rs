@@ -447,6 +447,8 @@ pub struct FioReplay {
     pub ios: u64,
     /// Bytes it transfers.
     pub bytes: u64,
+    /// Trims among its I/Os.
+    pub trims: u64,
     /// The log is a blktrace capture.
     pub blktrace: bool,
     /// blktrace: the depth fio probes from it (used when `iodepth` is not set).
@@ -507,6 +509,7 @@ pub fn fio_replay(
         source,
         ios,
         bytes,
+        trims: per_dir[2],
         blktrace,
         probed_depth,
         unknown,

@@ -130,7 +130,8 @@ impl<R: BufRead + Send> TraceReader for Blkparse<R> {
                 ..
             } = &mut self.l;
             let text = line_str(buf, file, *line)?;
-            let f: Vec<&str> = text.split_whitespace().collect();
+            let (all, nf) = super::fields::<12>(text.split_ascii_whitespace());
+            let f = &all[..nf.min(12)];
             if f.is_empty() {
                 continue;
             }
@@ -140,7 +141,7 @@ impl<R: BufRead + Send> TraceReader for Blkparse<R> {
                 break;
             }
             if f.len() < 7 {
-                return Err(e(file, *line, format!("{} fields: {SHAPE}", f.len())));
+                return Err(e(file, *line, format!("{nf} fields: {SHAPE}")));
             }
             let dev = parse_dev(f[0])
                 .ok_or_else(|| e(file, *line, format!("bad device '{}': {SHAPE}", f[0])))?;
@@ -406,9 +407,9 @@ impl<R: BufRead + Send> TraceReader for Msr<R> {
             if text.trim().is_empty() || (*line == 1 && text.starts_with("Timestamp")) {
                 continue;
             }
-            let f: Vec<&str> = text.split(',').map(str::trim).collect();
-            if f.len() != 7 {
-                return Err(e(file, *line, format!("{} fields: {SHAPE}", f.len())));
+            let (f, nf) = super::fields::<7>(text.split(',').map(str::trim));
+            if nf != 7 {
+                return Err(e(file, *line, format!("{nf} fields: {SHAPE}")));
             }
             let num = |i: usize, what: &str| {
                 f[i].parse::<u64>()
@@ -517,12 +518,12 @@ impl<R: BufRead + Send> TraceReader for Ascii<R> {
                 ..
             } = &mut self.l;
             let text = line_str(buf, file, *line)?;
-            let f: Vec<&str> = text.split_whitespace().collect();
-            if f.is_empty() {
+            let (f, nf) = super::fields::<5>(text.split_ascii_whitespace());
+            if nf == 0 {
                 continue;
             }
-            if f.len() != 5 {
-                return Err(e(file, *line, format!("{} fields: {shape}", f.len())));
+            if nf != 5 {
+                return Err(e(file, *line, format!("{nf} fields: {shape}")));
             }
             let t = if ms {
                 parse_ms(f[0])
