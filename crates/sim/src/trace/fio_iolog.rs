@@ -120,7 +120,7 @@ impl IologReader {
                 .ok_or_else(|| self.err(format!("timestamp {t} µs is beyond 2^64 ns")))?;
             (Some(ns), &f[1..])
         } else {
-            (None, &f[..])
+            (None, f)
         };
         let shape = if self.version == 3 {
             "expected 'TIME FILE ACTION' or 'TIME FILE ACTION OFFSET LENGTH'"
