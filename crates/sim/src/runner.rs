@@ -147,6 +147,8 @@ struct Resolved {
     spec: JobSpec,
     groupid: u32,
     clones: std::ops::Range<usize>,
+    /// A `read_iolog` job: the `rw` fio reports, from the log's directions.
+    replay_rw: Option<&'static str>,
 }
 
 /// The plan of a run: what [`run`] will simulate.
@@ -307,7 +309,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 "rate or thinktime with read_iolog is not modeled yet (the replay's timing comes from the log)",
             ));
         }
-        if !spec.direct && replays.iter().any(|r| r.trims > 0) {
+        if !spec.direct && replays.iter().any(|r| r.per_dir[2] > 0) {
             return Err(job_err(
                 spec,
                 "read_iolog with trims and buffered I/O is not modeled yet; use direct=1",
@@ -671,10 +673,23 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 replay: replay.map(|r| r.source.clone()),
             });
         }
+        let replay_rw = (!replays.is_empty()).then(|| {
+            let any = |d: usize| replays.iter().any(|r| r.per_dir[d] > 0);
+            // fio's `ddir_str` of the td_ddir read_iolog sets.
+            match (any(0), any(1), any(2)) {
+                (true, true, _) => "rw",
+                (true, false, _) => "read",
+                (false, true, true) => "trimwrite",
+                (false, true, false) => "write",
+                (false, false, true) => "trim",
+                _ => "read",
+            }
+        });
         jobs.push(Resolved {
             spec: spec.clone(),
             groupid,
             clones: first..clones.len(),
+            replay_rw,
         });
     }
     let expected_ns = expected_ns.map(|t| t + group_ns);
@@ -1289,9 +1304,10 @@ pub fn run(
             .jobs
             .iter()
             .any(|o| o.groupid == r.groupid && o.spec.group_reporting);
+        let replay_rw = r.replay_rw;
         let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns| {
             jr.job_options = spec.options.clone();
-            jr.rw = spec.rw.as_str().to_string();
+            jr.rw = replay_rw.unwrap_or(spec.rw.as_str()).to_string();
             let range = |i: usize, bs: u64| match &spec.bs_dist[i] {
                 Some(d) => (d.min(), d.max()),
                 None => (bs, bs),

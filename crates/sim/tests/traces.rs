@@ -167,6 +167,8 @@ fn iolog_v2_wait_and_placement_options() {
             (v[2].0, "trim".into(), 2097152, 65536),
         ]
     );
+    // fio's rw for the log's directions (`ddir_str` of the td_ddir it sets).
+    assert_eq!(rep.jobs[0].rw, "rw");
     // The unknown action is skipped and named once in the report.
     assert!(
         rep.header
@@ -175,7 +177,9 @@ fn iolog_v2_wait_and_placement_options() {
         "{:?}",
         rep.header
     );
-    let (v, _) = run("replay_scale=2\nreplay_align=4096\nreplay_skip=trim,read\nreplay_no_stall=1");
+    let (v, rep) =
+        run("replay_scale=2\nreplay_align=4096\nreplay_skip=trim,read\nreplay_no_stall=1");
+    assert_eq!(rep.jobs[0].rw, "write");
     // 1050000 / 2 = 525000, aligned down to 4 KiB = 524288.
     assert_eq!(v, vec![(0, "write".into(), 524288, 8192)]);
 }

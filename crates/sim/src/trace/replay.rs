@@ -447,8 +447,8 @@ pub struct FioReplay {
     pub ios: u64,
     /// Bytes it transfers.
     pub bytes: u64,
-    /// Trims among its I/Os.
-    pub trims: u64,
+    /// Its reads, writes and trims.
+    pub per_dir: [u64; 3],
     /// The log is a blktrace capture.
     pub blktrace: bool,
     /// blktrace: the depth fio probes from it (used when `iodepth` is not set).
@@ -509,7 +509,7 @@ pub fn fio_replay(
         source,
         ios,
         bytes,
-        trims: per_dir[2],
+        per_dir,
         blktrace,
         probed_depth,
         unknown,
