@@ -289,7 +289,30 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     let mut replay_notes = Vec::new();
     let mut write_iologs = Vec::new();
     for (k, spec) in input.jobs.iter().enumerate() {
-        let replays = match &spec.iolog.read {
+        let merged;
+        let read = match (&spec.iolog.read, &spec.iolog.merge_file) {
+            (Some(files), Some(out)) => {
+                // fio merges the captures before the job runs, then replays the
+                // merged file.
+                let inputs: Vec<std::path::PathBuf> = files.iter().map(Into::into).collect();
+                crate::trace::blktrace::merge(
+                    &inputs,
+                    &spec.iolog.merge_scalars,
+                    &spec.iolog.merge_iters,
+                    std::path::Path::new(out),
+                )?;
+                merged = Some(vec![out.clone()]);
+                &merged
+            }
+            (None, Some(_)) => {
+                return Err(job_err(
+                    spec,
+                    "merge_blktrace_file needs read_iolog (the captures to merge)",
+                ))
+            }
+            _ => &spec.iolog.read,
+        };
+        let replays = match read {
             None => Vec::new(),
             Some(files) => files
                 .iter()
@@ -315,7 +338,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 "read_iolog with trims and buffered I/O is not modeled yet; use direct=1",
             ));
         }
-        for (r, f) in replays.iter().zip(spec.iolog.read.iter().flatten()) {
+        for (r, f) in replays.iter().zip(read.iter().flatten()) {
             if !r.unknown.is_empty() {
                 replay_notes.push(format!(
                     "iosched: job '{}': read_iolog {f}: skipped entries: {}",

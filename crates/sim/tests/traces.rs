@@ -537,3 +537,70 @@ fn bad_traces_are_refused_with_file_and_line() {
         "{e}"
     );
 }
+
+/// fio's `merge_blktrace_file`: captures merged by time, each scaled by its
+/// `merge_blktrace_scalars` percentage and repeated `merge_blktrace_iters`
+/// times (each pass shifted by the scaled trace's length; the pass's last
+/// event written once more at its end, as fio's cursor does).
+#[test]
+fn merge_blktrace_captures() {
+    let dir = tmpdir("merge");
+    let cap = |path: &Path, big: bool, recs: &[(u64, u32, u64)]| {
+        let mut out = Vec::new();
+        for &(time, cats, sector) in recs {
+            let r = Record {
+                magic: MAGIC | VERSION,
+                time,
+                sector,
+                bytes: 4096,
+                action: TA_QUEUE | act(cats),
+                ..Default::default()
+            };
+            out.extend_from_slice(&r.encode(big));
+            // Events merging leaves out.
+            let c = Record {
+                action: TA_COMPLETE | act(cats),
+                ..r
+            };
+            out.extend_from_slice(&c.encode(big));
+        }
+        std::fs::write(path, out).unwrap();
+    };
+    let (a, b, m) = (dir.join("a.bin"), dir.join("b.bin"), dir.join("m.bin"));
+    cap(
+        &a,
+        false,
+        &[(1_000_000, TC_READ, 8), (2_000_000, TC_READ, 16)],
+    );
+    cap(&b, true, &[(1_500_000, TC_WRITE, 24)]);
+    let n = sim::trace::blktrace::merge(&[a.clone(), b.clone()], &[50.0, 100.0], &[2.0, 1.0], &m)
+        .unwrap();
+    assert_eq!(n, 6);
+    let got: Vec<(u64, u64)> = read_all(Format::Blktrace, &m)
+        .iter()
+        .map(|i| (i.t_ns.unwrap(), i.offset / 512))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (500_000, 8),
+            (1_000_000, 16),
+            (1_000_000, 16),
+            (1_000_000, 8),
+            (1_500_000, 16),
+            (1_500_000, 24)
+        ]
+    );
+    // Lists of the wrong length are refused, as fio does.
+    assert!(sim::trace::blktrace::merge(&[a.clone(), b.clone()], &[50.0], &[], &m).is_err());
+    // Through a job: the merged file is written and replayed.
+    std::fs::remove_file(&m).unwrap();
+    let job = format!(
+        "[r]\ndirect=1\nioengine=libaio\nread_iolog={}:{}\nmerge_blktrace_file=@/m.bin\nmerge_blktrace_scalars=50:100\nmerge_blktrace_iters=2:1\nwrite_iolog=@/o.iolog\n",
+        a.display(),
+        b.display()
+    );
+    run_job(&dir, &job, Some(0)).unwrap();
+    assert!(m.exists());
+    assert_eq!(iolog_ios(&dir.join("o.iolog")).len(), 6);
+}

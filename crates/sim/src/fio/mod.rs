@@ -636,7 +636,7 @@ pub struct JobSpec {
 
 /// A job's iolog options: what it replays (`read_iolog`) and records
 /// (`write_iolog`), and how a replay is timed and placed (`replay_*`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct IologOptions {
     /// `read_iolog`: one file per clone, in turn (fio's `get_name_by_idx`).
     pub read: Option<Vec<String>>,
@@ -650,6 +650,13 @@ pub struct IologOptions {
     /// `replay_no_stall`, `replay_time_scale`, `replay_align`, `replay_scale`,
     /// `replay_skip`.
     pub replay: crate::trace::replay::FioReplayOptions,
+    /// `merge_blktrace_file`: merge the `read_iolog` captures into this file
+    /// first, and replay it.
+    pub merge_file: Option<String>,
+    /// `merge_blktrace_scalars`, percent per capture.
+    pub merge_scalars: Vec<f64>,
+    /// `merge_blktrace_iters`, passes per capture.
+    pub merge_iters: Vec<f64>,
 }
 
 /// fio's `thinktime` family (backend.c `handle_thinktime`): after every

@@ -368,9 +368,9 @@ static OPTIONS: &[OptDef] = &[
     m("replay_align", NONE, R),
     m("replay_time_scale", NONE, R),
     m("replay_skip", NONE, R),
-    nm("merge_blktrace_file", NONE, R, NONE),
-    nm("merge_blktrace_scalars", NONE, R, NONE),
-    nm("merge_blktrace_iters", NONE, R, NONE),
+    m("merge_blktrace_file", NONE, R),
+    m("merge_blktrace_scalars", NONE, R),
+    m("merge_blktrace_iters", NONE, R),
     nm("exec_prerun", NONE, R, NONE),
     nm("exec_postrun", NONE, R, NONE),
     nm("zonemode", NONE, R, &["none"]),
@@ -999,6 +999,9 @@ impl JobState {
                 self.iolog.replay.align = a;
             }
             "replay_skip" => self.iolog.replay.skip = parse_replay_skip(v)?,
+            "merge_blktrace_file" => self.iolog.merge_file = Some(v.to_string()),
+            "merge_blktrace_scalars" => self.iolog.merge_scalars = parse_float_list(v)?,
+            "merge_blktrace_iters" => self.iolog.merge_iters = parse_float_list(v)?,
             "random_distribution" => self.random_distribution = parse_random_dist(v, kb)?,
             "log_avg_msec" => self.logs.avg_msec = int(0, U32_MAX)?,
             "bwavgtime" => self.logs.bw_avg_msec = Some(int(1, U32_MAX)?),
@@ -1262,6 +1265,25 @@ impl JobState {
             options,
         })
     }
+}
+
+/// fio's `FIO_OPT_FLOAT_LIST` with ':' between values (at most
+/// `FIO_IO_U_LIST_MAX_LEN`, 20), each finite and not negative.
+fn parse_float_list(v: &str) -> Result<Vec<f64>, String> {
+    let vals = v
+        .split(':')
+        .map(|x| {
+            x.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .ok_or_else(|| format!("'{x}' is not a number >= 0"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if vals.len() > 20 {
+        return Err(format!("{} values: at most 20", vals.len()));
+    }
+    Ok(vals)
 }
 
 /// `replay_skip`: a comma-separated list of read, write, trim, sync (fio's

@@ -440,6 +440,191 @@ impl TraceReader for BlktraceReader {
     }
 }
 
+/// One input of [`merge`] (fio's `struct blktrace_cursor`).
+struct Cursor {
+    path: PathBuf,
+    r: std::io::BufReader<std::fs::File>,
+    big: bool,
+    /// `merge_blktrace_scalars`: percent.
+    scalar: u64,
+    /// `merge_blktrace_iters`.
+    nr_iter: u64,
+    iter: u64,
+    /// The trace's length: the last queue event's (scaled) time, set at the
+    /// end of the first pass.
+    length: u64,
+    /// The last queue event read.
+    t: Record,
+    record: u64,
+}
+
+impl Cursor {
+    fn err(&self, message: String) -> TraceError {
+        TraceError {
+            file: self.path.display().to_string(),
+            line: self.record,
+            message,
+        }
+    }
+
+    /// fio's `read_trace`: the next queue event with a direction, its time
+    /// shifted by the passes before (`iter × length`) and scaled; false at the end.
+    fn read(&mut self) -> Result<bool, TraceError> {
+        loop {
+            let mut b = [0u8; RECORD];
+            let n =
+                read_full(&mut self.r, &mut b).map_err(|e| self.err(format!("read error: {e}")))?;
+            if n == 0 {
+                if self.length == 0 {
+                    self.length = self.t.time;
+                }
+                return Ok(false);
+            }
+            self.record += 1;
+            if n < RECORD {
+                return Err(self.err(format!("truncated record: {n} of {RECORD} bytes")));
+            }
+            let t = Record::decode(&b, self.big);
+            if t.magic & 0xffff_ff00 != MAGIC {
+                return Err(self.err(format!("bad magic {:#x}", t.magic)));
+            }
+            let mut pdu = vec![0u8; t.pdu_len as usize];
+            let got = read_full(&mut self.r, &mut pdu)
+                .map_err(|e| self.err(format!("read error: {e}")))?;
+            if got < pdu.len() {
+                return Err(self.err(format!("truncated payload: {got} of {} bytes", t.pdu_len)));
+            }
+            let has_dir = t.action & act(TC_READ | TC_WRITE | TC_DISCARD) != 0;
+            if t.action & 0xffff != TA_QUEUE || !has_dir {
+                continue;
+            }
+            self.t = t;
+            // Unsigned C arithmetic, as fio's.
+            self.t.time = t
+                .time
+                .wrapping_add(self.iter.wrapping_mul(self.length))
+                .wrapping_mul(self.scalar)
+                / 100;
+            return Ok(true);
+        }
+    }
+
+    /// fio's `merge_finish_file`: another pass from the start, or done.
+    fn finish(&mut self) -> Result<bool, TraceError> {
+        self.iter += 1;
+        if self.iter < self.nr_iter {
+            use std::io::Seek;
+            self.r
+                .seek(std::io::SeekFrom::Start(0))
+                .map_err(|e| self.err(format!("seek error: {e}")))?;
+            self.record = 0;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+/// fio's `merge_blktrace_iologs` (`merge_blktrace_file`): the queue events of
+/// `inputs` merged by time into one blktrace file at `out` (native byte order,
+/// no payloads). Each input's times are scaled by its `scalars` percentage
+/// (default 100) and it is read `iters` times (default 1), each pass shifted
+/// by the trace's length. As in fio, when a pass ends the cursor still holds
+/// its last event, which is therefore written once more before the next pass
+/// starts. Returns the records written.
+pub fn merge(
+    inputs: &[PathBuf],
+    scalars: &[f64],
+    iters: &[f64],
+    out: &std::path::Path,
+) -> Result<u64, TraceError> {
+    let param = |vals: &[f64], what: &str, def: u64| -> Result<Vec<u64>, TraceError> {
+        // fio counts the leading non-zero values.
+        let len = vals.iter().take_while(|v| **v != 0.0).count();
+        if len != 0 && len != inputs.len() {
+            return Err(TraceError {
+                file: out.display().to_string(),
+                line: 0,
+                message: format!(
+                    "{what} has {len} values for {} read_iolog files",
+                    inputs.len()
+                ),
+            });
+        }
+        Ok((0..inputs.len())
+            .map(|i| if len == 0 { def } else { vals[i] as u64 })
+            .collect())
+    };
+    let scalars = param(scalars, "merge_blktrace_scalars", 100)?;
+    let iters = param(iters, "merge_blktrace_iters", 1)?;
+    let werr = |e: std::io::Error| TraceError {
+        file: out.display().to_string(),
+        line: 0,
+        message: format!("cannot write: {e}"),
+    };
+    let mut cursors = Vec::new();
+    for (i, p) in inputs.iter().enumerate() {
+        let mut f = std::fs::File::open(p).map_err(|e| TraceError {
+            file: p.display().to_string(),
+            line: 0,
+            message: format!("cannot open: {e}"),
+        })?;
+        let mut head = [0u8; RECORD];
+        let n = read_full(&mut f, &mut head).unwrap_or(0);
+        let big = (n == RECORD)
+            .then(|| detect(&head))
+            .flatten()
+            .ok_or_else(|| TraceError {
+                file: p.display().to_string(),
+                line: 0,
+                message: "not a blktrace file (merge_blktrace_file merges blktrace captures)"
+                    .into(),
+            })?;
+        let f = std::fs::File::open(p).map_err(|e| TraceError {
+            file: p.display().to_string(),
+            line: 0,
+            message: format!("cannot open: {e}"),
+        })?;
+        let mut c = Cursor {
+            path: p.clone(),
+            r: std::io::BufReader::with_capacity(1 << 16, f),
+            big,
+            scalar: scalars[i],
+            nr_iter: iters[i],
+            iter: 0,
+            length: 0,
+            t: Record::default(),
+            record: 0,
+        };
+        // An input without queue events adds nothing (fio's handling of that
+        // case reuses the cursor's slot).
+        if c.read()? {
+            cursors.push(c);
+        }
+    }
+    let mut w =
+        std::io::BufWriter::with_capacity(1 << 17, std::fs::File::create(out).map_err(werr)?);
+    let mut written = 0u64;
+    while !cursors.is_empty() {
+        // fio's `find_earliest_io`: the first cursor with the smallest time.
+        let mut i = 0;
+        for k in 1..cursors.len() {
+            if cursors[k].t.time < cursors[i].t.time {
+                i = k;
+            }
+        }
+        let mut t = cursors[i].t;
+        t.pdu_len = 0;
+        std::io::Write::write_all(&mut w, &t.encode(cfg!(target_endian = "big"))).map_err(werr)?;
+        written += 1;
+        if !cursors[i].read()? && !cursors[i].finish()? {
+            // Keep the active cursors contiguous: the last takes its place.
+            cursors.swap_remove(i);
+        }
+    }
+    std::io::Write::flush(&mut w).map_err(werr)?;
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
