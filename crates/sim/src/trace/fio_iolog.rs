@@ -103,7 +103,7 @@ impl IologReader {
     /// Parse the current line; `None` for one that is skipped.
     fn parse_line(&mut self) -> Result<Option<TraceIo>, TraceError> {
         let text = line_str(&self.buf, &self.file, self.line)?;
-        let (all, nf) = super::fields::<8>(text.split_ascii_whitespace());
+        let (all, nf) = super::ws_fields::<8>(text);
         let f = &all[..nf.min(8)];
         if f.is_empty() {
             return Ok(None);

@@ -508,6 +508,25 @@ pub fn open_sorted(
     }
 }
 
+/// A decimal `u64` (ASCII digits only, as the trace formats write them);
+/// `None` if empty, not digits, or too large. The readers' hot path: faster
+/// than `str::parse`, which also takes a sign.
+pub(crate) fn dec(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(d as u64)?;
+    }
+    Some(v)
+}
+
 /// The first `N` items of `it` and how many it had in all (no allocation: the
 /// readers split every line).
 pub(crate) fn fields<'a, const N: usize>(
@@ -522,4 +541,50 @@ pub(crate) fn fields<'a, const N: usize>(
         n += 1;
     }
     (out, n)
+}
+
+/// The first `N` fields of `line` split at runs of ASCII spaces and tabs (what
+/// `split_ascii_whitespace` gives for these formats' lines, without its
+/// iterator's per-byte cost), and how many there were in all.
+pub(crate) fn ws_fields<const N: usize>(line: &str) -> ([&str; N], usize) {
+    let b = line.as_bytes();
+    let mut out = [""; N];
+    let (mut n, mut i) = (0, 0);
+    let blank = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c');
+    while i < b.len() {
+        while i < b.len() && blank(b[i]) {
+            i += 1;
+        }
+        if i == b.len() {
+            break;
+        }
+        let start = i;
+        while i < b.len() && !blank(b[i]) {
+            i += 1;
+        }
+        if n < N {
+            // Split at ASCII bytes: both ends are char boundaries.
+            out[n] = &line[start..i];
+        }
+        n += 1;
+    }
+    (out, n)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fields_and_decimals() {
+        let (f, n) = super::ws_fields::<3>("  a\tbb  c d ");
+        assert_eq!((f, n), (["a", "bb", "c"], 4));
+        assert_eq!(super::ws_fields::<2>(""), (["", ""], 0));
+        let line = "x \u{e9}\u{e9} y";
+        let (f, _) = super::ws_fields::<3>(line);
+        assert_eq!(f, ["x", "\u{e9}\u{e9}", "y"]);
+        assert_eq!(super::dec("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(super::dec("18446744073709551616"), None);
+        assert_eq!(super::dec("+1"), None);
+        assert_eq!(super::dec(""), None);
+        assert_eq!(super::dec("007"), Some(7));
+    }
 }

@@ -130,7 +130,7 @@ impl<R: BufRead + Send> TraceReader for Blkparse<R> {
                 ..
             } = &mut self.l;
             let text = line_str(buf, file, *line)?;
-            let (all, nf) = super::fields::<12>(text.split_ascii_whitespace());
+            let (all, nf) = super::ws_fields::<12>(text);
             let f = &all[..nf.min(12)];
             if f.is_empty() {
                 continue;
@@ -412,8 +412,8 @@ impl<R: BufRead + Send> TraceReader for Msr<R> {
                 return Err(e(file, *line, format!("{nf} fields: {SHAPE}")));
             }
             let num = |i: usize, what: &str| {
-                f[i].parse::<u64>()
-                    .map_err(|_| e(file, *line, format!("bad {what} '{}': {SHAPE}", f[i])))
+                super::dec(f[i])
+                    .ok_or_else(|| e(file, *line, format!("bad {what} '{}': {SHAPE}", f[i])))
             };
             let ticks = num(0, "timestamp")?;
             let offset = num(4, "offset")?;
@@ -518,7 +518,7 @@ impl<R: BufRead + Send> TraceReader for Ascii<R> {
                 ..
             } = &mut self.l;
             let text = line_str(buf, file, *line)?;
-            let (f, nf) = super::fields::<5>(text.split_ascii_whitespace());
+            let (f, nf) = super::ws_fields::<5>(text);
             if nf == 0 {
                 continue;
             }
@@ -532,8 +532,8 @@ impl<R: BufRead + Send> TraceReader for Ascii<R> {
             }
             .ok_or_else(|| e(file, *line, format!("bad arrival time '{}': {shape}", f[0])))?;
             let num = |i: usize, what: &str| {
-                f[i].parse::<u64>()
-                    .map_err(|_| e(file, *line, format!("bad {what} '{}': {shape}", f[i])))
+                super::dec(f[i])
+                    .ok_or_else(|| e(file, *line, format!("bad {what} '{}': {shape}", f[i])))
             };
             num(1, "device")?;
             let lba = num(2, "sector")?;
