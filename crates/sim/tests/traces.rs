@@ -516,6 +516,16 @@ fn bad_traces_are_refused_with_file_and_line() {
             .contains("unit looks wrong (seconds or ms read as ns?)"),
         "{e}"
     );
+    // ms read as ns: 1000 requests 1 ms apart become 1 ns apart.
+    let text: String = (0..1000).map(|i| format!("{i} 0 8 8 1\n")).collect();
+    std::fs::write(&p, text).unwrap();
+    assert!(trace::check(Format::Mqsim, &p, &rules).is_err());
+    // The same 100 ns apart (10 M requests/s): plausible, accepted.
+    let text: String = (0..1000)
+        .map(|i| format!("{} 0 8 8 1\n", i * 100))
+        .collect();
+    std::fs::write(&p, text).unwrap();
+    assert!(trace::check(Format::Mqsim, &p, &rules).is_ok());
     // read_iolog: a bad line fails the run before it starts, naming the line.
     std::fs::write(
         dir.join("bad.iolog"),

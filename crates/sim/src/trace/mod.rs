@@ -364,9 +364,10 @@ fn check_units(s: &TraceSummary, file: &str) -> Result<(), TraceError> {
         line: 0,
         message,
     };
-    // A million or more requests within a microsecond of each other on average:
-    // faster than any device by three orders of magnitude.
-    if s.ios >= 1000 && span < s.ios / 100 {
+    // A thousand or more requests less than 50 ns apart on average (20 M
+    // requests/s, beyond any single device): seconds or ms read as ns give gaps
+    // of a few ns or less.
+    if s.ios >= 1000 && span < s.ios.saturating_mul(50) {
         return Err(err(format!(
             "{} requests within {} of trace time ({} ns apart on average): the timestamps' unit looks wrong (seconds or ms read as ns?)",
             s.ios,
