@@ -21,6 +21,7 @@ pub mod pagecache;
 pub mod report;
 pub mod runner;
 pub mod simulate;
+pub mod spread;
 pub mod stats;
 pub mod trace;
 
