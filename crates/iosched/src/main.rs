@@ -38,7 +38,8 @@ enum Command {
     Sweep(cmd::sweep::Args),
     /// Measure simulator speed and memory on built-in workloads.
     Bench(cmd::bench::Args),
-    /// Replay a measured device trace (DiskSim validate format) against a device model.
+    /// Replay a block trace or fio iolog under any scheduler and device (or a DiskSim
+    /// validation trace against a disk model).
     Replay(cmd::replay::Args),
     /// Replay a scheduler conformance trace and print each dispatch decision.
     SchedReplay(cmd::sched_replay::Args),

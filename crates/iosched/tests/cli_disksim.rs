@@ -100,7 +100,7 @@ fn import_then_replay_atlas() {
 #[test]
 fn replay_rejects_unknown_format() {
     let o = bin()
-        .args(["replay", "--format", "blktrace", "x", "--device-file", "y"])
+        .args(["replay", "--format", "bogus", "x", "--device-file", "y"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));

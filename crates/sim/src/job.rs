@@ -110,6 +110,9 @@ pub struct JobConfig {
     pub thinktime: Option<ThinkTime>,
     /// fio's rate limiting, if the job is limited.
     pub rate: Option<RateLimit>,
+    /// The job replays a trace (fio's `read_iolog`, `iosched replay`): its I/O
+    /// comes from here instead of `rw`, `bs` and the offsets.
+    pub replay: Option<crate::trace::replay::ReplaySource>,
 }
 
 impl JobConfig {
@@ -170,6 +173,7 @@ impl Default for JobConfig {
             submit_cost_ns: 0,
             thinktime: None,
             rate: None,
+            replay: None,
         }
     }
 }
@@ -181,6 +185,9 @@ enum StallKind {
     Think,
     /// Ahead of its rate: sleep this long, ns.
     Rate(u64),
+    /// A replayed entry is not due yet: sleep this long, ns, without waiting
+    /// for the I/O in flight (fio's `iolog_delay` reaps while it waits).
+    Replay(u64),
 }
 
 /// A stall's progress: fio first waits for all the job's I/O to complete
@@ -201,6 +208,29 @@ struct IoUnit {
     bytes: u32,
     dir: u8,
     sync: bool,
+    trim: bool,
+}
+
+/// A replaying job's stream, with what it is waiting to issue.
+struct Replay {
+    stream: Box<dyn crate::trace::replay::ReplayStream>,
+    /// The step fetched but not issued yet (not due, or no free I/O unit).
+    next: Option<crate::trace::replay::Step>,
+    /// fio's `last_issue`: when the job last issued a step.
+    last_issue: Ns,
+    /// The stream has ended.
+    done: bool,
+    /// A replayed sync is to be issued once the I/O before it allows.
+    sync: bool,
+}
+
+impl std::fmt::Debug for Replay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replay")
+            .field("next", &self.next)
+            .field("done", &self.done)
+            .finish()
+    }
 }
 
 /// Run-time state of one clone.
@@ -276,6 +306,8 @@ pub struct Job {
     seq_pos: [u64; 2],
     /// I/Os issued per direction, for `seq_nr`.
     seq_count: [u64; 2],
+    /// The trace being replayed, if any.
+    replay: Option<Replay>,
 }
 
 /// What the rate limit says about the next I/O.
@@ -353,6 +385,8 @@ pub struct IoDone {
     pub issue: Ns,
     /// Where, bytes from the start of the device.
     pub offset: u64,
+    /// A discard (counted as a write in `dir`).
+    pub trim: bool,
 }
 
 impl Job {
@@ -423,7 +457,15 @@ impl Job {
             picker(1, 0x5EED_0000_0000_0002),
         ];
         let depth = cfg.depth.max(1);
+        let replay = cfg.replay.as_ref().map(|src| Replay {
+            stream: src.open(),
+            next: None,
+            last_issue: Ns::ZERO,
+            done: false,
+            sync: false,
+        });
         Job {
+            replay,
             dir_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xD1E),
             pickers,
             // One more unit than the depth: the fsync, which fio issues synchronously.
@@ -478,6 +520,12 @@ impl Job {
             && !self.stalled()
     }
 
+    /// A replaying job waits for its next entry to be due (and has not started
+    /// sleeping yet).
+    pub fn replay_waiting(&self) -> bool {
+        matches!(self.stall, Stall::Draining(StallKind::Replay(_)))
+    }
+
     /// Stalled by thinktime or its rate limit: waiting for its I/O to drain, or
     /// sleeping.
     pub fn stalled(&self) -> bool {
@@ -487,6 +535,9 @@ impl Job {
     /// The job started at `now` (thinktime's I/O time and the rate limit count
     /// from here).
     pub fn start_at(&mut self, now: Ns) {
+        if let Some(r) = self.replay.as_mut() {
+            r.last_issue = now;
+        }
         self.started = true;
         self.start = now;
         self.end = now;
@@ -609,6 +660,16 @@ impl Job {
         let Stall::Draining(kind) = self.stall else {
             return None;
         };
+        if let StallKind::Replay(ns) = kind {
+            if self.cpu_pending {
+                return None;
+            }
+            self.stall = Stall::Sleeping(kind);
+            return Some(match limit {
+                Some(l) => ns.min(l.0.saturating_sub(now.0)),
+                None => ns,
+            });
+        }
         if self.inflight > 0 || self.cpu_pending {
             return None;
         }
@@ -617,7 +678,7 @@ impl Job {
         self.unreaped = 0;
         self.stall = Stall::Sleeping(kind);
         let dur = match kind {
-            StallKind::Rate(ns) => ns,
+            StallKind::Rate(ns) | StallKind::Replay(ns) => ns,
             StallKind::Think => {
                 let t = self.cfg.thinktime?;
                 let mut dur = t.think_us.max(t.spin_us) * 1_000;
@@ -711,13 +772,15 @@ impl Job {
     /// flight.
     pub fn sync_due(&self) -> bool {
         let n = self.cfg.fsync_blocks as u64;
-        n > 0
+        let periodic = n > 0
+            && self.writes_issued > 0
+            && self.writes_issued.is_multiple_of(n)
+            && self.synced_at != self.writes_issued;
+        let replayed = self.replay.as_ref().is_some_and(|r| r.sync);
+        (periodic || replayed)
             && !self.sync_inflight
             && ((!self.cfg.buffered && self.cfg.async_engine) || self.inflight == 0)
             && !self.stalled()
-            && self.writes_issued > 0
-            && self.writes_issued.is_multiple_of(n)
-            && self.synced_at != self.writes_issued
     }
 
     /// The end-of-job fsync is due (`end_fsync`: all I/O done, none issued yet).
@@ -746,7 +809,11 @@ impl Job {
             bytes: 0,
             dir: 1,
             sync: true,
+            trim: false,
         };
+        if let Some(r) = self.replay.as_mut() {
+            r.sync = false;
+        }
         self.synced_at = self.writes_issued;
         if self.stopping {
             self.end_sync_issued = true;
@@ -776,6 +843,9 @@ impl Job {
     }
 
     fn limit_reached(&self) -> bool {
+        if let Some(r) = &self.replay {
+            return r.done;
+        }
         if let Some(n) = self.cfg.number_ios {
             if self.issued_ios >= n {
                 return true;
@@ -807,6 +877,9 @@ impl Job {
         }
         if self.reaped_free() == 0 {
             return None;
+        }
+        if self.replay.is_some() {
+            return self.next_replay_bio(now, job_idx);
         }
         let dir = match self.rate_dir.take() {
             Some(d) => d,
@@ -847,6 +920,7 @@ impl Job {
             bytes: bytes as u32,
             dir: dir as u8,
             sync: false,
+            trim: false,
         };
         self.inflight += 1;
         self.writes_issued += (dir == Dir::Write) as u64;
@@ -899,7 +973,118 @@ impl Job {
             submit: u.submit,
             issue: u.issue,
             offset: u.offset,
+            trim: u.trim,
         }
+    }
+
+    /// The next bio of a replaying job: the stream's next step, once it is due.
+    /// A step not due yet stalls the job until it is (without draining its
+    /// I/O); a `wait` only times, a file action times and counts as an issue, a
+    /// sync becomes the job's fsync once the I/O before it allows.
+    fn next_replay_bio(&mut self, now: Ns, job_idx: usize) -> Option<Bio> {
+        use crate::trace::replay::Due;
+        use crate::trace::TraceOp;
+        let limit = self
+            .cfg
+            .runtime
+            .map(|rt| self.start.add(self.cfg.ramp_time + rt));
+        let step = loop {
+            let r = self.replay.as_mut()?;
+            if r.sync {
+                return None;
+            }
+            let step = match r.next {
+                Some(s) => s,
+                None => match r.stream.next_step() {
+                    Some(s) => {
+                        r.next = Some(s);
+                        s
+                    }
+                    None => {
+                        r.done = true;
+                        self.stopping = true;
+                        return None;
+                    }
+                },
+            };
+            let due = match step.due {
+                Due::Now => Ns::ZERO,
+                Due::AfterLastIssue(d) => r.last_issue.add(d),
+                Due::FromStart(t) => self.start.add(t),
+            };
+            // fio waits for the entry (`iolog_delay` in `get_io_u`) before it
+            // spends the submission's CPU time; here that time has been spent
+            // when the bio is asked for, so the wait counts from its start.
+            let started = Ns(now.0.saturating_sub(self.cfg.submit_cost_ns));
+            if due > started && due > now {
+                if limit.is_some_and(|l| l <= now) {
+                    r.done = true;
+                    self.stopping = true;
+                    return None;
+                }
+                self.stall = Stall::Draining(StallKind::Replay(due.0 - now.0));
+                return None;
+            }
+            r.next = None;
+            r.stream.issued(now.0.saturating_sub(due.0));
+            // fio's `last_issue`: a synchronous engine stamps it before the
+            // system call, an asynchronous one once `io_submit` returned.
+            let issued_at = if self.cfg.async_engine { now } else { started };
+            match step.op {
+                TraceOp::Wait => continue,
+                TraceOp::File => r.last_issue = issued_at,
+                TraceOp::Sync => {
+                    r.last_issue = issued_at;
+                    r.sync = true;
+                    return None;
+                }
+                _ => {
+                    r.last_issue = issued_at;
+                    break step;
+                }
+            }
+        };
+        let unit = self.free_units.pop()?;
+        let trim = step.op == TraceOp::Trim;
+        let dir = if step.op == TraceOp::Read {
+            Dir::Read
+        } else {
+            Dir::Write
+        };
+        let bytes = step.bytes.min(u32::MAX as u64);
+        self.units[unit as usize] = IoUnit {
+            submit: Ns(now.0.saturating_sub(self.cfg.submit_cost_ns)),
+            issue: now,
+            offset: step.offset,
+            bytes: bytes as u32,
+            dir: dir as u8,
+            sync: false,
+            trim,
+        };
+        self.inflight += 1;
+        self.writes_issued += (dir == Dir::Write && !trim) as u64;
+        self.issued_bytes += bytes;
+        self.issued_ios += 1;
+        self.last_dir = dir;
+        let (op, flags) = match step.op {
+            TraceOp::Read => (Op::Read, ReqFlags::SYNC),
+            TraceOp::Trim => (Op::Discard, ReqFlags::NONE),
+            _ if self.cfg.fua_writes => {
+                (Op::Write, ReqFlags::SYNC | ReqFlags::IDLE | ReqFlags::FUA)
+            }
+            _ => (Op::Write, ReqFlags::SYNC | ReqFlags::IDLE),
+        };
+        Some(Bio {
+            op,
+            flags,
+            sector: Sector::from_bytes(step.offset),
+            nr_sectors: (bytes / Sector::SIZE).max(1) as u32,
+            ioprio: self.cfg.ioprio,
+            pid: step.pid.unwrap_or(self.cfg.pid),
+            cpu: step.cpu.unwrap_or(self.cfg.cpu),
+            cgroup: self.cfg.cgroup,
+            owner: owner(job_idx, unit),
+        })
     }
 
     /// Where the next I/O in direction `d` goes (bytes into the region) and its

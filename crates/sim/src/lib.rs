@@ -23,6 +23,7 @@ pub mod runner;
 pub mod simulate;
 pub mod spread;
 pub mod stats;
+pub mod trace;
 
 pub mod kernel_trace;
 pub mod replay;

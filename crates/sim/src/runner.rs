@@ -119,6 +119,17 @@ pub enum RunError {
     /// A log file could not be created or written.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// A trace (`read_iolog`) is malformed or does not fit the device.
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
+    /// A `write_iolog` file could not be written.
+    #[error("write_iolog {path}: {source}")]
+    WriteIolog {
+        /// The file.
+        path: String,
+        /// What failed.
+        source: std::io::Error,
+    },
 }
 
 /// The default run seed.
@@ -136,6 +147,8 @@ struct Resolved {
     spec: JobSpec,
     groupid: u32,
     clones: std::ops::Range<usize>,
+    /// A `read_iolog` job: the `rw` fio reports, from the log's directions.
+    replay_rw: Option<&'static str>,
 }
 
 /// The plan of a run: what [`run`] will simulate.
@@ -157,6 +170,11 @@ pub struct Plan {
     pub expected_ns: Option<u64>,
     /// Total bytes to transfer if no job is time based, for progress display.
     pub expected_bytes: Option<u64>,
+    /// Lines for the report's header about replayed iologs (what was skipped).
+    pub replay_notes: Vec<String>,
+    /// Per clone: the `write_iolog` file it records to, and the file name its
+    /// lines name.
+    pub write_iologs: Vec<Option<(String, String)>>,
 }
 
 fn job_err(spec: &JobSpec, message: impl Into<String>) -> RunError {
@@ -268,7 +286,67 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     let mut group_ns = 0u64;
     let mut log_targets = Vec::new();
     let mut recording = Vec::new();
+    let mut replay_notes = Vec::new();
+    let mut write_iologs = Vec::new();
     for (k, spec) in input.jobs.iter().enumerate() {
+        let merged;
+        let read = match (&spec.iolog.read, &spec.iolog.merge_file) {
+            (Some(files), Some(out)) => {
+                // fio merges the captures before the job runs, then replays the
+                // merged file.
+                let inputs: Vec<std::path::PathBuf> = files.iter().map(Into::into).collect();
+                crate::trace::blktrace::merge(
+                    &inputs,
+                    &spec.iolog.merge_scalars,
+                    &spec.iolog.merge_iters,
+                    std::path::Path::new(out),
+                )?;
+                merged = Some(vec![out.clone()]);
+                &merged
+            }
+            (None, Some(_)) => {
+                return Err(job_err(
+                    spec,
+                    "merge_blktrace_file needs read_iolog (the captures to merge)",
+                ))
+            }
+            _ => &spec.iolog.read,
+        };
+        let replays = match read {
+            None => Vec::new(),
+            Some(files) => files
+                .iter()
+                .take(spec.numjobs as usize)
+                .map(|f| {
+                    crate::trace::replay::fio_replay(
+                        std::path::Path::new(f),
+                        spec.iolog.replay,
+                        capacity,
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        if !replays.is_empty() && (spec.rate.is_some() || spec.thinktime.is_some()) {
+            return Err(job_err(
+                spec,
+                "rate or thinktime with read_iolog is not modeled yet (the replay's timing comes from the log)",
+            ));
+        }
+        if !spec.direct && replays.iter().any(|r| r.per_dir[2] > 0) {
+            return Err(job_err(
+                spec,
+                "read_iolog with trims and buffered I/O is not modeled yet; use direct=1",
+            ));
+        }
+        for (r, f) in replays.iter().zip(read.iter().flatten()) {
+            if !r.unknown.is_empty() {
+                replay_notes.push(format!(
+                    "iosched: job '{}': read_iolog {f}: skipped entries: {}",
+                    spec.name,
+                    crate::trace::unknown_line(&r.unknown)
+                ));
+            }
+        }
         if let Some(f) = &spec.filename {
             let name = f.rsplit('/').next().unwrap_or(f).to_string();
             match &disk_name {
@@ -413,13 +491,19 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             },
             level: spec.prio.unwrap_or(4),
         };
-        let time_based = spec.time_based && spec.runtime_ns.is_some();
+        let time_based = spec.time_based && spec.runtime_ns.is_some() && replays.is_empty();
         let job_ns = spec
             .start_delay_ns
             .saturating_add(spec.ramp_time_ns)
             .saturating_add(spec.runtime_ns.unwrap_or(0));
         group_ns = group_ns.max(job_ns);
-        if !time_based {
+        if !replays.is_empty() {
+            expected_ns = None;
+            let total: u64 = (0..spec.numjobs as usize)
+                .map(|c| replays[c % replays.len()].bytes)
+                .sum();
+            expected_bytes = expected_bytes.map(|b| b.saturating_add(total));
+        } else if !time_based {
             expected_ns = None;
             expected_bytes =
                 expected_bytes.map(|b| b.saturating_add(size.saturating_mul(spec.numjobs as u64)));
@@ -511,6 +595,19 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 _ => (0..nr_cpus).collect(),
             };
             let base = spec.randseed.unwrap_or(0);
+            let replay = (!replays.is_empty()).then(|| &replays[c as usize % replays.len()]);
+            // fio probes a blktrace's depth unless `iodepth` is given.
+            let iodepth = match replay.and_then(|r| r.probed_depth) {
+                Some(d) if !spec.options.iter().any(|(k, _)| k == "iodepth") => d.max(1),
+                _ => spec.iodepth,
+            };
+            write_iologs.push(spec.iolog.write.as_ref().map(|w| {
+                let name = spec
+                    .filename
+                    .clone()
+                    .unwrap_or_else(|| format!("/dev/{}", opts.device.name));
+                (w.clone(), name)
+            }));
             clones.push(JobConfig {
                 cpus_allowed,
                 engine: spec.ioengine,
@@ -528,16 +625,19 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 offset: spec.offset,
                 size,
                 // fio: `io_size` bytes (default: the region) per loop.
-                io_limit: spec
-                    .io_size
-                    .unwrap_or(size)
-                    .saturating_mul(u64::from(spec.loops)),
+                io_limit: match replay {
+                    Some(_) => u64::MAX,
+                    None => spec
+                        .io_size
+                        .unwrap_or(size)
+                        .saturating_mul(u64::from(spec.loops)),
+                },
                 number_ios: spec.number_ios,
                 runtime: spec.runtime_ns,
                 time_based,
                 ramp_time: spec.ramp_time_ns,
                 start_delay: spec.start_delay_ns,
-                depth: spec.ioengine.max_in_flight(spec.iodepth),
+                depth: spec.ioengine.max_in_flight(iodepth),
                 async_engine: spec.ioengine.is_async(),
                 cpu,
                 pid: 1000 + idx,
@@ -593,12 +693,26 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 },
                 thinktime: spec.thinktime,
                 rate: spec.rate,
+                replay: replay.map(|r| r.source.clone()),
             });
         }
+        let replay_rw = (!replays.is_empty()).then(|| {
+            let any = |d: usize| replays.iter().any(|r| r.per_dir[d] > 0);
+            // fio's `ddir_str` of the td_ddir read_iolog sets.
+            match (any(0), any(1), any(2)) {
+                (true, true, _) => "rw",
+                (true, false, _) => "read",
+                (false, true, true) => "trimwrite",
+                (false, true, false) => "write",
+                (false, false, true) => "trim",
+                _ => "read",
+            }
+        });
         jobs.push(Resolved {
             spec: spec.clone(),
             groupid,
             clones: first..clones.len(),
+            replay_rw,
         });
     }
     let expected_ns = expected_ns.map(|t| t + group_ns);
@@ -613,6 +727,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         disk_name: disk_name.unwrap_or_else(|| opts.device.name.to_string()),
         expected_ns,
         expected_bytes,
+        replay_notes,
+        write_iologs,
     })
 }
 
@@ -771,9 +887,34 @@ struct Collector<'a> {
     log_error: Option<LogError>,
     /// Log paths per clone, for error messages.
     log_paths: Vec<Vec<String>>,
+    /// `write_iolog`: per clone, the writer it records to.
+    iolog_of: Vec<Option<usize>>,
+    /// The writers, each with its time origin (its first clone's start).
+    iologs: Vec<(crate::trace::fio_iolog::IologWriter, Option<Ns>)>,
+    /// The first error writing an iolog (writer index, error).
+    iolog_error: Option<(usize, std::io::Error)>,
 }
 
 impl Collector<'_> {
+    /// Record one entry of clone `job`'s `write_iolog` at `now`.
+    fn log_iolog(
+        &mut self,
+        job: usize,
+        now: Ns,
+        op: crate::trace::TraceOp,
+        offset: u64,
+        bytes: u64,
+    ) {
+        let Some(w) = self.iolog_of[job] else {
+            return;
+        };
+        let (writer, origin) = &mut self.iologs[w];
+        let at_us = now.0.saturating_sub(origin.unwrap_or(Ns::ZERO).0) / 1_000;
+        if let Err(e) = writer.io(at_us, op, offset, bytes) {
+            self.iolog_error.get_or_insert((w, e));
+        }
+    }
+
     fn attach_logs(&mut self, job: usize) {
         if let (Some(r), Some(l)) = (&mut self.recorders[job], self.logs[job].take()) {
             r.attach_logs(l);
@@ -790,6 +931,9 @@ fn sdir(d: blk::Dir) -> stats::Dir {
 
 impl IoObserver for Collector<'_> {
     fn job_started(&mut self, job: usize, now: Ns) {
+        if let Some(w) = self.iolog_of[job] {
+            self.iologs[w].1.get_or_insert(now);
+        }
         let cfg = self.recording[job].0.clone();
         self.recorders[job] = Some(JobRecorder::new(cfg, now.0));
         if !self.ramps[job] {
@@ -797,6 +941,16 @@ impl IoObserver for Collector<'_> {
         }
     }
     fn io_issued(&mut self, job: usize, io: IoDone) {
+        if self.iolog_of[job].is_some() {
+            let op = match (io.dir, io.trim) {
+                (_, true) => crate::trace::TraceOp::Trim,
+                (blk::Dir::Read, _) => crate::trace::TraceOp::Read,
+                (blk::Dir::Write, _) => crate::trace::TraceOp::Write,
+            };
+            // fio's `log_io_u` stamps the I/O as it is queued, before the
+            // engine's system call: the start of its submission.
+            self.log_iolog(job, io.submit, op, io.offset, io.bytes);
+        }
         if let Some(r) = &mut self.recorders[job] {
             r.record_issue(sdir(io.dir), io.bytes, io.offset, io.submit.0, io.issue.0);
         }
@@ -853,6 +1007,9 @@ impl IoObserver for Collector<'_> {
             }
             // Dropping the logs closes their files.
         }
+    }
+    fn sync_issued(&mut self, job: usize, now: Ns) {
+        self.log_iolog(job, now, crate::trace::TraceOp::Sync, 0, 0);
     }
     fn progress(&mut self, now: Ns) {
         let b = self.done_bytes;
@@ -973,7 +1130,49 @@ pub fn run(
     } else {
         None
     };
+    // write_iolog files: one writer per distinct path, written to a temporary in
+    // the same directory and moved into place once the run has succeeded.
+    let mut iolog_of = vec![None; n];
+    let mut iolog_paths: Vec<String> = Vec::new();
+    let mut iolog_tmps = Vec::new();
+    let mut iologs = Vec::new();
+    if opts.write_logs {
+        for (c, w) in plan.write_iologs.iter().enumerate() {
+            let Some((path, name)) = w else {
+                continue;
+            };
+            let idx = match iolog_paths.iter().position(|p| p == path) {
+                Some(i) => i,
+                None => {
+                    let werr = |source| RunError::WriteIolog {
+                        path: path.clone(),
+                        source,
+                    };
+                    let p = std::path::Path::new(path);
+                    let dir = match p.parent() {
+                        Some(d) if !d.as_os_str().is_empty() => d,
+                        _ => std::path::Path::new("."),
+                    };
+                    let tmp = tempfile::Builder::new()
+                        .prefix(".iosched-iolog")
+                        .tempfile_in(dir)
+                        .map_err(werr)?;
+                    let file = tmp.as_file().try_clone().map_err(werr)?;
+                    let writer =
+                        crate::trace::fio_iolog::IologWriter::new(file, name).map_err(werr)?;
+                    iolog_paths.push(path.clone());
+                    iolog_tmps.push(tmp);
+                    iologs.push((writer, None));
+                    iolog_paths.len() - 1
+                }
+            };
+            iolog_of[c] = Some(idx);
+        }
+    }
     let mut col = Collector {
+        iolog_of,
+        iologs,
+        iolog_error: None,
         recorders: (0..n).map(|_| None).collect(),
         stats: vec![None; n],
         async_engine,
@@ -1008,6 +1207,43 @@ pub fn run(
     }
     if let Some(e) = col.log_error.take() {
         return Err(e.into());
+    }
+    // A trace that failed while running (it was checked before, so only if it
+    // changed): nothing is reported, no iolog is left.
+    for c in &plan.clones {
+        if let Some(e) = c.replay.as_ref().and_then(|r| r.error()) {
+            return Err(e.into());
+        }
+    }
+    if let Some((w, e)) = col.iolog_error.take() {
+        return Err(RunError::WriteIolog {
+            path: iolog_paths[w].clone(),
+            source: e,
+        });
+    }
+    for (i, (w, origin)) in std::mem::take(&mut col.iologs).into_iter().enumerate() {
+        let at_us = summary.end.0.saturating_sub(origin.unwrap_or(Ns::ZERO).0) / 1_000;
+        w.finish(at_us).map_err(|source| RunError::WriteIolog {
+            path: iolog_paths[i].clone(),
+            source,
+        })?;
+    }
+    if !interrupted {
+        for (tmp, path) in iolog_tmps.into_iter().zip(&iolog_paths) {
+            // fio creates the file with fopen(): mode 0666 less the umask; a
+            // temporary is 0600, so give it the usual 0644.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = tmp
+                    .as_file()
+                    .set_permissions(std::fs::Permissions::from_mode(0o644));
+            }
+            tmp.persist(path).map_err(|e| RunError::WriteIolog {
+                path: path.clone(),
+                source: e.error,
+            })?;
+        }
     }
     // Clones that never started (or never finished) wrote nothing; their logs
     // are closed empty, as fio's would be.
@@ -1075,6 +1311,7 @@ pub fn run(
     for w in &input.warnings {
         report.header.push(format!("iosched: warning: {w}"));
     }
+    report.header.extend(plan.replay_notes.iter().cloned());
     if interrupted {
         report.header.push(format!(
             "iosched: interrupted at {:.3} s of simulated time: the report covers what was simulated until then; no log files were written",
@@ -1090,9 +1327,10 @@ pub fn run(
             .jobs
             .iter()
             .any(|o| o.groupid == r.groupid && o.spec.group_reporting);
+        let replay_rw = r.replay_rw;
         let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns| {
             jr.job_options = spec.options.clone();
-            jr.rw = spec.rw.as_str().to_string();
+            jr.rw = replay_rw.unwrap_or(spec.rw.as_str()).to_string();
             let range = |i: usize, bs: u64| match &spec.bs_dist[i] {
                 Some(d) => (d.min(), d.max()),
                 None => (bs, bs),

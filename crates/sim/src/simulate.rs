@@ -42,6 +42,8 @@ pub trait IoObserver {
     fn ramp_done(&mut self, _job: usize, _now: Ns) {}
     /// Clone `job` finished at `now`.
     fn job_finished(&mut self, _job: usize, _now: Ns) {}
+    /// Clone `job` issued an fsync (an empty PREFLUSH bio) at `now`.
+    fn sync_issued(&mut self, _job: usize, _now: Ns) {}
 }
 
 /// An observer that ignores everything.
@@ -1182,6 +1184,7 @@ impl Simulation {
     fn submit_sync_if_due(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         if self.jobs[j].sync_due() || self.jobs[j].end_sync_due() {
             let bio = self.jobs[j].sync_bio(now, j);
+            obs.sync_issued(j, now);
             let walk = SyncWalk::whole(&mut self.cache);
             self.syncs[j] = Some(PendingSync {
                 walk,

@@ -397,7 +397,7 @@ fn env_expansion() {
 #[test]
 fn ignored_options_are_listed_once_in_order() {
     let input = job("[global]\ndirect=1\nlockmem=1g\ndescription=hello world\n\
-         [a]\ninvalidate=1\nlockmem=2g\nwrite_iolog=x\nrate_min=0\nsoftrandommap=0\n\
+         [a]\ninvalidate=1\nlockmem=2g\nwrite_hist_log=x\nrate_min=0\nsoftrandommap=0\n\
          [b]\ngtod_reduce=1\ndescription=x\n")
     .unwrap();
     assert_eq!(
@@ -406,7 +406,7 @@ fn ignored_options_are_listed_once_in_order() {
             "lockmem",
             "description",
             "invalidate",
-            "write_iolog",
+            "write_hist_log",
             "rate_min",
             "softrandommap",
             "gtod_reduce"

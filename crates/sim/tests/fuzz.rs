@@ -2,7 +2,7 @@
 //! through the library entry points the commands use.
 //!
 //! For each input kind, valid inputs committed in the repository (job files under
-//! `examples/`, `tests/fuzz/`, the kernel recordings, the device and host profiles, the DiskSim
+//! `examples/`, `tests/fuzz/`, the kernel recordings, the block traces, the device and host profiles, the DiskSim
 //! drives and validation traces under `data/`) are mutated — bytes flipped, text
 //! truncated, lines deleted, duplicated and swapped, numbers replaced by edge values,
 //! huge suffixes, NaN and infinities, unicode, CRLF and NUL — and fed to the parser
@@ -249,6 +249,116 @@ fn host_profile(text: &str) {
     }
 }
 
+/// A trace of one `iosched replay` format: the seed's first line names the
+/// format, the rest is the file. It is checked as a replay checks it, then
+/// read again as the replay's stream; a fio iolog is also run as a job's
+/// `read_iolog`.
+fn block_trace(text: &str) {
+    let (format, body) = text.split_once('\n').unwrap_or((text, ""));
+    let Some(f) = sim::trace::Format::from_name(format) else {
+        return;
+    };
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "fuzz-trace-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&path, body).unwrap();
+    let cap = ideal().build().info().capacity_sectors * 512;
+    for wrap in [false, true] {
+        let rules = sim::trace::CheckRules {
+            capacity: cap,
+            wrap,
+            allow_unsorted: wrap,
+            check_units: true,
+        };
+        if let Ok(s) = sim::trace::check(f, &path, &rules) {
+            let place = sim::trace::replay::Placement {
+                capacity: cap,
+                wrap,
+                nr_cpus: 4,
+            };
+            let shared = Default::default();
+            if let Ok(r) = sim::trace::open_sorted(f, &path, wrap) {
+                let mut o = sim::trace::replay::OpenLoop::new(
+                    r,
+                    s.first_ns.unwrap_or(0),
+                    Some(1.0),
+                    place,
+                    shared,
+                );
+                use sim::trace::replay::ReplayStream;
+                while let Some(step) = o.next_step() {
+                    assert!(!wrap || !step.op.has_extent() || step.offset + step.bytes <= cap);
+                }
+            }
+        }
+    }
+    if f == sim::trace::Format::FioIolog || f == sim::trace::Format::Blktrace {
+        let job = format!(
+            "[r]\ndirect=1\nioengine=libaio\niodepth=4\nread_iolog={}\nreplay_no_stall=1\n",
+            path.display()
+        );
+        if let Ok(input) = sim::fio::parse_job_file("fuzz.fio", &job) {
+            run_small(&input, ideal());
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// Seeds of the block-trace kind: the committed samples, a tracefs recording's
+/// start, and a small blktrace capture whose bytes are all ASCII (so that it
+/// survives the harness's text round trip).
+fn trace_seeds(r: &Path) -> Vec<String> {
+    let d = r.join("crates/sim/tests/data");
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let mut v: Vec<String> = [
+        ("blkparse", "traces/sample.blkparse"),
+        ("msr", "traces/sample.msr.csv"),
+        ("mqsim", "traces/sample.mqsim"),
+        ("disksim-ascii", "traces/sample.disksim"),
+        ("fio", "traces/fio-psync.iolog"),
+    ]
+    .iter()
+    .map(|(f, p)| format!("{f}\n{}", read(&d.join(p))))
+    .collect();
+    let tracefs = read(&d.join("kernel/kyber-lowlat-getrq.txt"))
+        .lines()
+        .take(250)
+        .collect::<Vec<_>>()
+        .join("\n");
+    v.push(format!("tracefs\n{tracefs}"));
+    use sim::trace::blktrace::{act, Record, MAGIC, TA_COMPLETE, TA_ISSUE, TA_QUEUE, VERSION};
+    let mut cap = Vec::new();
+    for (i, (code, cats)) in [
+        (TA_QUEUE, 1),
+        (TA_ISSUE, 1),
+        (TA_COMPLETE, 1),
+        (TA_QUEUE, 2),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = Record {
+            magic: MAGIC | VERSION,
+            sequence: i as u32 + 1,
+            time: 0x10 + i as u64 * 0x20,
+            sector: 0x40,
+            bytes: 0x1000,
+            action: code | act(cats),
+            pid: 0x33,
+            device: 0x0800_0010,
+            cpu: 1,
+            error: 0,
+            pdu_len: 0,
+        };
+        cap.extend_from_slice(&r.encode(false));
+    }
+    v.push(format!("blktrace\n{}", String::from_utf8(cap).unwrap()));
+    v
+}
+
 fn ideal() -> devices::Profile {
     devices::profile("ideal-sq").unwrap()
 }
@@ -447,6 +557,10 @@ fn kinds() -> Vec<Kind> {
             name: "host-profile",
             seeds: hosts,
         },
+        Kind {
+            name: "block-trace",
+            seeds: trace_seeds(&r),
+        },
     ]
 }
 
@@ -530,10 +644,10 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
         Budget::Until(t) => Instant::now() < t && !k.is_empty(),
     };
     // Per kind: the ones of `kinds`, then the DiskSim drives and validation traces.
-    const DS: usize = 6;
-    const VT: usize = 7;
-    let mut counts = [0u64; 8];
-    let mut spent = [Duration::ZERO; 8];
+    const DS: usize = 7;
+    const VT: usize = 8;
+    let mut counts = [0u64; 9];
+    let mut spent = [Duration::ZERO; 9];
     loop {
         let mut any = false;
         for (ki, k) in kinds.iter().enumerate() {
@@ -551,6 +665,7 @@ fn campaign(seed: u64, budget: Budget) -> u64 {
                 "sched-trace" => Box::new(sched_trace),
                 "kernel-recording" => Box::new(move |t: &str| kernel_recording(t, sched)),
                 "host-profile" => Box::new(host_profile),
+                "block-trace" => Box::new(block_trace),
                 _ => Box::new(device_profile),
             };
             let t0 = Instant::now();

@@ -52,8 +52,8 @@
 //!    in first-seen order, in [`FioInput::ignored`]. The latency, bandwidth
 //!    and IOPS logs (`write_lat_log`, `write_bw_log`, `write_iops_log` and
 //!    their `log_*` settings) are modeled and written (see [`crate::iolog`]);
-//!    `write_iolog` and `write_hist_log` are accepted and ignored: those
-//!    files are not written.
+//!    `write_hist_log` is accepted and ignored. `read_iolog`, `write_iolog`
+//!    and the `replay_*` options are modeled (see [`crate::trace`]).
 //! 3. **Not modeled yet** options would change the I/O (`verify`,
 //!    `directory`, `rate_min`, ...) and are rejected with
 //!    `option 'verify' is not modeled yet`, except when given the value that
@@ -626,10 +626,37 @@ pub struct JobSpec {
     /// `rate` / `rate_iops` and their settings; `None` when no direction is
     /// limited.
     pub rate: Option<RateLimit>,
+    /// `read_iolog`, `write_iolog` and the `replay_*` options.
+    pub iolog: IologOptions,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.
     pub options: Vec<(String, String)>,
+}
+
+/// A job's iolog options: what it replays (`read_iolog`) and records
+/// (`write_iolog`), and how a replay is timed and placed (`replay_*`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IologOptions {
+    /// `read_iolog`: one file per clone, in turn (fio's `get_name_by_idx`).
+    pub read: Option<Vec<String>>,
+    /// `write_iolog`.
+    pub write: Option<String>,
+    /// `read_iolog_chunked` (accepted: iosched always streams the log).
+    pub chunked: bool,
+    /// `replay_redirect` (accepted: one device is simulated, every file of the
+    /// log goes to it).
+    pub redirect: Option<String>,
+    /// `replay_no_stall`, `replay_time_scale`, `replay_align`, `replay_scale`,
+    /// `replay_skip`.
+    pub replay: crate::trace::replay::FioReplayOptions,
+    /// `merge_blktrace_file`: merge the `read_iolog` captures into this file
+    /// first, and replay it.
+    pub merge_file: Option<String>,
+    /// `merge_blktrace_scalars`, percent per capture.
+    pub merge_scalars: Vec<f64>,
+    /// `merge_blktrace_iters`, passes per capture.
+    pub merge_iters: Vec<f64>,
 }
 
 /// fio's `thinktime` family (backend.c `handle_thinktime`): after every

@@ -11,8 +11,8 @@ use super::number::{
     parse_time_seconds_default, parse_time_us_default, ByteValue,
 };
 use super::{
-    BlockSizes, BsDist, IoEngine, JobSpec, LogOptions, RandomDist, RateLimit, ReportOptions,
-    RwMode, SizeSpec, SourceLocation, ThinkTime,
+    BlockSizes, BsDist, IoEngine, IologOptions, JobSpec, LogOptions, RandomDist, RateLimit,
+    ReportOptions, RwMode, SizeSpec, SourceLocation, ThinkTime,
 };
 use crate::iolog::WindowValue;
 
@@ -257,7 +257,7 @@ static OPTIONS: &[OptDef] = &[
     ig("stats", NONE, R, Bool),
     ig("cgroup_nodelete", NONE, R, Bool),
     ig("write_hist_log", NONE, Optional, Any),
-    ig("write_iolog", NONE, R, Any),
+    m("write_iolog", NONE, R),
     ig("log_entries", NONE, R, Int),
     ig("log_hist_msec", NONE, R, Int),
     ig("log_hist_coarseness", NONE, R, Int),
@@ -360,17 +360,17 @@ static OPTIONS: &[OptDef] = &[
     nm("trim_verify_zero", NONE, R, NONE),
     nm("trim_backlog", NONE, R, NONE),
     nm("trim_backlog_batch", NONE, R, NONE),
-    nm("read_iolog", NONE, R, NONE),
-    nm("read_iolog_chunked", NONE, R, NONE),
-    nm("replay_no_stall", NONE, R, NONE),
-    nm("replay_redirect", NONE, R, NONE),
-    nm("replay_scale", NONE, R, NONE),
-    nm("replay_align", NONE, R, NONE),
-    nm("replay_time_scale", NONE, R, NONE),
-    nm("replay_skip", NONE, R, NONE),
-    nm("merge_blktrace_file", NONE, R, NONE),
-    nm("merge_blktrace_scalars", NONE, R, NONE),
-    nm("merge_blktrace_iters", NONE, R, NONE),
+    m("read_iolog", NONE, R),
+    m("read_iolog_chunked", NONE, R),
+    m("replay_no_stall", NONE, R),
+    m("replay_redirect", NONE, R),
+    m("replay_scale", NONE, R),
+    m("replay_align", NONE, R),
+    m("replay_time_scale", NONE, R),
+    m("replay_skip", NONE, R),
+    m("merge_blktrace_file", NONE, R),
+    m("merge_blktrace_scalars", NONE, R),
+    m("merge_blktrace_iters", NONE, R),
     nm("exec_prerun", NONE, R, NONE),
     nm("exec_postrun", NONE, R, NONE),
     nm("zonemode", NONE, R, &["none"]),
@@ -553,6 +553,7 @@ pub(crate) struct JobState {
     rate_iops: [u64; 3],
     rate_poisson: bool,
     rate_ignore_thinktime: bool,
+    iolog: IologOptions,
 }
 
 impl Default for JobState {
@@ -621,6 +622,7 @@ impl Default for JobState {
             rate_iops: [0; 3],
             rate_poisson: false,
             rate_ignore_thinktime: false,
+            iolog: IologOptions::default(),
         }
     }
 }
@@ -981,6 +983,25 @@ impl JobState {
                 }
             }
             "rate_ignore_thinktime" => self.rate_ignore_thinktime = parse_bool(v)?,
+            "read_iolog" => self.iolog.read = Some(parse_file_list(v)?),
+            "write_iolog" => self.iolog.write = Some(v.to_string()),
+            "read_iolog_chunked" => self.iolog.chunked = parse_bool(v)?,
+            "replay_no_stall" => self.iolog.replay.no_stall = parse_bool(v)?,
+            "replay_redirect" => self.iolog.redirect = Some(v.to_string()),
+            // fio: replay_time_scale has minval 1 (a percentage).
+            "replay_time_scale" => self.iolog.replay.time_scale = int(1, U32_MAX)? as u32,
+            "replay_scale" => self.iolog.replay.scale = int(0, U32_MAX)?,
+            "replay_align" => {
+                let a = int(0, U32_MAX)?;
+                if a != 0 && !a.is_power_of_two() {
+                    return Err(format!("replay_align={a} is not a power of 2"));
+                }
+                self.iolog.replay.align = a;
+            }
+            "replay_skip" => self.iolog.replay.skip = parse_replay_skip(v)?,
+            "merge_blktrace_file" => self.iolog.merge_file = Some(v.to_string()),
+            "merge_blktrace_scalars" => self.iolog.merge_scalars = parse_float_list(v)?,
+            "merge_blktrace_iters" => self.iolog.merge_iters = parse_float_list(v)?,
             "random_distribution" => self.random_distribution = parse_random_dist(v, kb)?,
             "log_avg_msec" => self.logs.avg_msec = int(0, U32_MAX)?,
             "bwavgtime" => self.logs.bw_avg_msec = Some(int(1, U32_MAX)?),
@@ -1240,9 +1261,74 @@ impl JobState {
             },
             thinktime,
             rate,
+            iolog: self.iolog.clone(),
             options,
         })
     }
+}
+
+/// fio's `FIO_OPT_FLOAT_LIST` with ':' between values (at most
+/// `FIO_IO_U_LIST_MAX_LEN`, 20), each finite and not negative.
+fn parse_float_list(v: &str) -> Result<Vec<f64>, String> {
+    let vals = v
+        .split(':')
+        .map(|x| {
+            x.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .ok_or_else(|| format!("'{x}' is not a number >= 0"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if vals.len() > 20 {
+        return Err(format!("{} values: at most 20", vals.len()));
+    }
+    Ok(vals)
+}
+
+/// `replay_skip`: a comma-separated list of read, write, trim, sync (fio's
+/// `str_replay_skip_cb`).
+fn parse_replay_skip(v: &str) -> Result<[bool; 4], String> {
+    let mut skip = [false; 4];
+    for w in v.split(',') {
+        let i = match w.trim() {
+            "read" => 0,
+            "write" => 1,
+            "trim" => 2,
+            "sync" => 3,
+            other => {
+                return Err(format!(
+                    "replay_skip: unknown I/O type '{other}' (valid: read, write, trim, sync)"
+                ))
+            }
+        };
+        skip[i] = true;
+    }
+    Ok(skip)
+}
+
+/// A ':'-separated list of files ('\:' escapes a colon), as `read_iolog` takes
+/// one per job clone.
+fn parse_file_list(v: &str) -> Result<Vec<String>, String> {
+    let mut out = vec![String::new()];
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                out.last_mut().expect("one").push(':');
+                chars.next();
+            }
+            ':' => out.push(String::new()),
+            _ => out.last_mut().expect("one").push(c),
+        }
+    }
+    if out.iter().any(String::is_empty) {
+        return Err(format!("empty file name in '{v}'"));
+    }
+    if out.iter().any(|f| f == "-") {
+        return Err("read_iolog=- (stdin) is not supported: iosched reads a trace twice (to check it, then to run it)".into());
+    }
+    Ok(out)
 }
 
 /// A time option fio keeps as an unsigned int of µs; `parse` gives ns.

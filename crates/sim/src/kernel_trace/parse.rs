@@ -445,172 +445,177 @@ fn check_extent(sector: u64, nr: u32) -> Result<(), String> {
 pub fn parse(text: &str) -> KernelTrace {
     let mut kt = KernelTrace::default();
     for (i, raw) in text.lines().enumerate() {
-        let n = i + 1;
-        if let Some(h) = raw.strip_prefix("# iosched:") {
-            if let Err(e) = header_line(&mut kt.meta, h) {
-                kt.header_errors.push((n, e));
-            }
-            continue;
+        parse_line(&mut kt, i + 1, raw);
+    }
+    kt
+}
+
+/// Parse line `n` (1-based) of a recording into `kt`: what [`parse`] does for
+/// each line, for readers that stream the file instead of holding it.
+pub fn parse_line(kt: &mut KernelTrace, n: usize, raw: &str) {
+    if let Some(h) = raw.strip_prefix("# iosched:") {
+        if let Err(e) = header_line(&mut kt.meta, h) {
+            kt.header_errors.push((n, e));
         }
-        if raw.starts_with('#') || raw.trim().is_empty() {
-            continue;
+        return;
+    }
+    if raw.starts_with('#') || raw.trim().is_empty() {
+        return;
+    }
+    // tracefs's own note that a CPU's buffer overflowed: a line the recorder
+    // writes, counted (the recording warned about it when it was made).
+    if let Some(lost) = lost_events(raw) {
+        kt.lost_events = kt.lost_events.saturating_add(lost);
+        return;
+    }
+    // "TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: PAYLOAD"; the task name may hold
+    // spaces and dashes, so anchor on the "[NNN]" CPU field. Every line that is
+    // not in this shape is one the recorder cannot have written: reported.
+    const SHAPE: &str = "expected 'TASK-PID [CPU] FLAGS SECS.USECS: EVENT: PAYLOAD'";
+    let Some((task, cpu, after)) = split_cpu(raw) else {
+        kt.skipped.push((n, format!("no [CPU] field: {SHAPE}")));
+        return;
+    };
+    let mut it = after.splitn(2, ": ");
+    let pre = it.next().unwrap_or("");
+    let Some(rest) = it.next() else {
+        kt.skipped
+            .push((n, format!("no ': ' after the timestamp: {SHAPE}")));
+        return;
+    };
+    let Some(ts) = pre.split_whitespace().last().and_then(parse_ts) else {
+        kt.skipped.push((n, format!("bad timestamp: {SHAPE}")));
+        return;
+    };
+    let Some((event, payload)) = rest.split_once(": ") else {
+        kt.skipped
+            .push((n, format!("no ': ' after the event name: {SHAPE}")));
+        return;
+    };
+    let pid = task
+        .rsplit_once('-')
+        .and_then(|(_, p)| p.parse().ok())
+        .unwrap_or(0);
+    let kind = match event {
+        "block_rq_insert" => BlockKind::Insert,
+        "block_rq_issue" => BlockKind::Issue,
+        "block_rq_complete" => BlockKind::Complete,
+        "block_rq_merge" => BlockKind::Merge,
+        "block_rq_requeue" => BlockKind::Requeue,
+        "block_getrq" => {
+            match parse_getrq(payload) {
+                Ok((dev, rwbs, sector, nr_sectors)) => kt.getrqs.push(BlockEvent {
+                    line: n,
+                    ts_ns: ts,
+                    cpu,
+                    pid,
+                    kind: BlockKind::Insert,
+                    dev,
+                    rwbs,
+                    sector,
+                    nr_sectors,
+                    class: IoClass::None,
+                    level: 4,
+                }),
+                Err(e) => kt.skipped.push((n, e)),
+            }
+            return;
         }
-        // tracefs's own note that a CPU's buffer overflowed: a line the recorder
-        // writes, counted (the recording warned about it when it was made).
-        if let Some(lost) = lost_events(raw) {
-            kt.lost_events = kt.lost_events.saturating_add(lost);
-            continue;
+        "timer_start" => {
+            // expires=J [timeout=N] → jiffies now = J − N.
+            let e = field(payload, "expires=").and_then(|v| v.parse::<u64>().ok());
+            let t = field(payload, "[timeout=").and_then(|v| v.parse::<i64>().ok());
+            match (e, t) {
+                (Some(e), Some(t)) => kt.samples.push(JiffySample {
+                    ts_ns: ts,
+                    jiffies: e.wrapping_sub(t as u64),
+                }),
+                _ => {
+                    kt.skipped.push((
+                        n,
+                        "timer_start lacks 'expires=J' or '[timeout=N]'".to_string(),
+                    ));
+                    return;
+                }
+            }
+            if t == Some(1) && field(payload, "function=") == Some("delayed_work_timer_fn") {
+                kt.run_delays.push(RunDelay {
+                    line: n,
+                    ts_ns: ts,
+                    pid,
+                    timer: field(payload, "timer=").unwrap_or("").to_string(),
+                });
+            }
+            return;
         }
-        // "TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: PAYLOAD"; the task name may hold
-        // spaces and dashes, so anchor on the "[NNN]" CPU field. Every line that is
-        // not in this shape is one the recorder cannot have written: reported.
-        const SHAPE: &str = "expected 'TASK-PID [CPU] FLAGS SECS.USECS: EVENT: PAYLOAD'";
-        let Some((task, cpu, after)) = split_cpu(raw) else {
-            kt.skipped.push((n, format!("no [CPU] field: {SHAPE}")));
-            continue;
-        };
-        let mut it = after.splitn(2, ": ");
-        let pre = it.next().unwrap_or("");
-        let Some(rest) = it.next() else {
-            kt.skipped
-                .push((n, format!("no ': ' after the timestamp: {SHAPE}")));
-            continue;
-        };
-        let Some(ts) = pre.split_whitespace().last().and_then(parse_ts) else {
-            kt.skipped.push((n, format!("bad timestamp: {SHAPE}")));
-            continue;
-        };
-        let Some((event, payload)) = rest.split_once(": ") else {
-            kt.skipped
-                .push((n, format!("no ': ' after the event name: {SHAPE}")));
-            continue;
-        };
-        let pid = task
-            .rsplit_once('-')
-            .and_then(|(_, p)| p.parse().ok())
-            .unwrap_or(0);
-        let kind = match event {
-            "block_rq_insert" => BlockKind::Insert,
-            "block_rq_issue" => BlockKind::Issue,
-            "block_rq_complete" => BlockKind::Complete,
-            "block_rq_merge" => BlockKind::Merge,
-            "block_rq_requeue" => BlockKind::Requeue,
-            "block_getrq" => {
-                match parse_getrq(payload) {
-                    Ok((dev, rwbs, sector, nr_sectors)) => kt.getrqs.push(BlockEvent {
-                        line: n,
-                        ts_ns: ts,
-                        cpu,
-                        pid,
-                        kind: BlockKind::Insert,
-                        dev,
-                        rwbs,
-                        sector,
-                        nr_sectors,
-                        class: IoClass::None,
-                        level: 4,
-                    }),
-                    Err(e) => kt.skipped.push((n, e)),
-                }
-                continue;
+        "sched_process_exit" => {
+            match field(payload, "pid=").and_then(|v| v.parse().ok()) {
+                Some(pid) => kt.exits.push(ProcessExit {
+                    line: n,
+                    ts_ns: ts,
+                    pid,
+                }),
+                None => kt
+                    .skipped
+                    .push((n, "sched_process_exit without pid".into())),
             }
-            "timer_start" => {
-                // expires=J [timeout=N] → jiffies now = J − N.
-                let e = field(payload, "expires=").and_then(|v| v.parse::<u64>().ok());
-                let t = field(payload, "[timeout=").and_then(|v| v.parse::<i64>().ok());
-                match (e, t) {
-                    (Some(e), Some(t)) => kt.samples.push(JiffySample {
-                        ts_ns: ts,
-                        jiffies: e.wrapping_sub(t as u64),
-                    }),
-                    _ => {
-                        kt.skipped.push((
-                            n,
-                            "timer_start lacks 'expires=J' or '[timeout=N]'".to_string(),
-                        ));
-                        continue;
-                    }
-                }
-                if t == Some(1) && field(payload, "function=") == Some("delayed_work_timer_fn") {
-                    kt.run_delays.push(RunDelay {
-                        line: n,
-                        ts_ns: ts,
-                        pid,
-                        timer: field(payload, "timer=").unwrap_or("").to_string(),
-                    });
-                }
-                continue;
-            }
-            "sched_process_exit" => {
-                match field(payload, "pid=").and_then(|v| v.parse().ok()) {
-                    Some(pid) => kt.exits.push(ProcessExit {
-                        line: n,
-                        ts_ns: ts,
-                        pid,
-                    }),
-                    None => kt
-                        .skipped
-                        .push((n, "sched_process_exit without pid".into())),
-                }
-                continue;
-            }
-            "timer_expire_entry" => {
-                let Some(j) = field(payload, "now=").and_then(|v| v.parse().ok()) else {
-                    kt.skipped
-                        .push((n, "timer_expire_entry lacks 'now=J'".to_string()));
-                    continue;
-                };
-                kt.samples.push(JiffySample {
+            return;
+        }
+        "timer_expire_entry" => {
+            let Some(j) = field(payload, "now=").and_then(|v| v.parse().ok()) else {
+                kt.skipped
+                    .push((n, "timer_expire_entry lacks 'now=J'".to_string()));
+                return;
+            };
+            kt.samples.push(JiffySample {
+                ts_ns: ts,
+                jiffies: j,
+            });
+            if field(payload, "function=") == Some("kyber_timer_fn") {
+                kt.kyber_timer_runs.push(JiffySample {
                     ts_ns: ts,
                     jiffies: j,
                 });
-                if field(payload, "function=") == Some("kyber_timer_fn") {
-                    kt.kyber_timer_runs.push(JiffySample {
-                        ts_ns: ts,
-                        jiffies: j,
-                    });
-                }
-                continue;
             }
-            "kyber_adjust" | "kyber_latency" | "kyber_throttled" => {
-                match parse_kyber(event, payload) {
-                    Some((kind, dev, domain)) => kt.kyber.push(KyberEvent {
-                        line: n,
-                        ts_ns: ts,
-                        dev,
-                        domain,
-                        kind,
-                    }),
-                    None => kt.skipped.push((n, format!("bad {event} payload"))),
-                }
-                continue;
-            }
-            _ => {
-                kt.skipped.push((
-                    n,
-                    format!("event '{event}' is not one kernel-trace record enables"),
-                ));
-                continue;
-            }
-        };
-        match parse_block(payload) {
-            Ok((dev, rwbs, sector, nr_sectors, class, level)) => kt.events.push(BlockEvent {
-                line: n,
-                ts_ns: ts,
-                cpu,
-                pid,
-                kind,
-                dev,
-                rwbs,
-                sector,
-                nr_sectors,
-                class,
-                level,
-            }),
-            Err(e) => kt.skipped.push((n, e)),
+            return;
         }
+        "kyber_adjust" | "kyber_latency" | "kyber_throttled" => {
+            match parse_kyber(event, payload) {
+                Some((kind, dev, domain)) => kt.kyber.push(KyberEvent {
+                    line: n,
+                    ts_ns: ts,
+                    dev,
+                    domain,
+                    kind,
+                }),
+                None => kt.skipped.push((n, format!("bad {event} payload"))),
+            }
+            return;
+        }
+        _ => {
+            kt.skipped.push((
+                n,
+                format!("event '{event}' is not one kernel-trace record enables"),
+            ));
+            return;
+        }
+    };
+    match parse_block(payload) {
+        Ok((dev, rwbs, sector, nr_sectors, class, level)) => kt.events.push(BlockEvent {
+            line: n,
+            ts_ns: ts,
+            cpu,
+            pid,
+            kind,
+            dev,
+            rwbs,
+            sector,
+            nr_sectors,
+            class,
+            level,
+        }),
+        Err(e) => kt.skipped.push((n, e)),
     }
-    kt
 }
 
 /// `CPU:N [LOST M EVENTS]`, tracefs's mark of an overflowed per-CPU buffer.

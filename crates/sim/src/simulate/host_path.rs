@@ -600,7 +600,11 @@ impl Simulation {
                         chain = Some((j, n));
                         token(T_SUBMIT, j, 0)
                     }
-                    None if self.jobs[j].inflight > 0 => host::cpu::NO_TOKEN,
+                    // A replayed entry not due yet: the thread sleeps until it is
+                    // (T_AFTER starts that sleep), not until a completion.
+                    None if self.jobs[j].inflight > 0 && !self.jobs[j].replay_waiting() => {
+                        host::cpu::NO_TOKEN
+                    }
                     None => token(T_AFTER, j, 0),
                 }
             }
