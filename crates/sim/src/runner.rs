@@ -15,6 +15,8 @@ use blk::{CgroupId, IoClass, IoPrio, Ns};
 use devices::Profile;
 use serde_json::json;
 
+mod files;
+
 /// Run settings that are not fio options.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -268,8 +270,10 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     let mut group_ns = 0u64;
     let mut log_targets = Vec::new();
     let mut recording = Vec::new();
+    let layout = files::lay_out(&input.jobs, capacity, opts.seed)
+        .map_err(|(k, e)| job_err(&input.jobs[k], e))?;
     for (k, spec) in input.jobs.iter().enumerate() {
-        if let Some(f) = &spec.filename {
+        if let Some(f) = spec.filename.as_ref().filter(|f| f.starts_with("/dev/")) {
             let name = f.rsplit('/').next().unwrap_or(f).to_string();
             match &disk_name {
                 Some(d) if *d != name => {
@@ -312,26 +316,14 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 format!("offset={} is not a multiple of 512 bytes", spec.offset),
             ));
         }
-        if spec.offset >= capacity {
-            return Err(job_err(
-                spec,
-                format!(
-                    "offset={} is beyond the end of device '{}' ({} bytes)",
-                    spec.offset, info.name, capacity
-                ),
-            ));
-        }
-        let size = match spec.size {
-            None => capacity - spec.offset,
-            Some(SizeSpec::Bytes(b)) => b,
-            Some(SizeSpec::Percent(p)) => (capacity - spec.offset) * p as u64 / 100 / 512 * 512,
+        let clone_region = |c: u32| {
+            let ext = layout[k][c as usize];
+            let off = spec.offset.saturating_add(
+                files::subjob_number(c, spec.numjobs).saturating_mul(spec.files.offset_increment),
+            );
+            region(spec, ext, off, &info.name).map(|size| (ext.start + off, size))
         };
-        if spec.offset + size > capacity {
-            return Err(job_err(spec, format!(
-                "offset+size={} exceeds the capacity of device '{}' ({} bytes); use a smaller size or another --device",
-                spec.offset + size, info.name, capacity
-            )));
-        }
+        let (_, size) = clone_region(0)?;
         if let crate::fio::RandomDist::ZonedAbs(z) = &spec.random_distribution {
             for (d, zones) in z.iter().enumerate().take(2) {
                 let total: u64 = zones.iter().map(|z| z.1).sum();
@@ -468,6 +460,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         };
         for c in 0..spec.numjobs {
             let idx = clones.len() as u32;
+            let (offset, size) = clone_region(c)?;
             recording.push((recorder.clone(), log_prio));
             let mut target = |kind, prefix: &Option<String>, off: bool| {
                 let avg = match kind {
@@ -525,7 +518,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 blockalign: [spec.blockalign[0], spec.blockalign[1]],
                 seq_nr: spec.rw_seq_nr,
                 seq_add: spec.rw_seq_add,
-                offset: spec.offset,
+                offset,
                 size,
                 // fio: `io_size` bytes (default: the region) per loop.
                 io_limit: spec
@@ -593,6 +586,21 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 },
                 thinktime: spec.thinktime,
                 rate: spec.rate,
+                verify: spec.verify.as_ref().map(|v| crate::job::VerifyConfig {
+                    pass_bytes: spec.io_size.unwrap_or(size),
+                    passes: spec.loops.max(1),
+                    backlog: v.backlog,
+                    batch: if v.backlog_batch > 0 {
+                        v.backlog_batch
+                    } else {
+                        v.backlog
+                    },
+                    sorted: spec.norandommap
+                        || spec.rw_seq_add != 0
+                        || spec.rw_seq_nr > 1
+                        || spec.io_size.is_some_and(|n| n > size),
+                    only: v.only,
+                }),
             });
         }
         jobs.push(Resolved {
@@ -614,6 +622,45 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         expected_ns,
         expected_bytes,
     })
+}
+
+/// The size of a clone's region in its file (or the device): `size`, a
+/// percentage of what follows `offset`, or all of it (`fill_device`, no
+/// size); `offset` is bytes into the file.
+fn region(spec: &JobSpec, file: files::Extent, offset: u64, dev: &str) -> Result<u64, RunError> {
+    let what = if file.start == 0
+        && spec
+            .filename
+            .as_deref()
+            .is_none_or(|f| f.starts_with("/dev/"))
+    {
+        format!("device '{dev}'")
+    } else {
+        "its file".to_string()
+    };
+    if offset >= file.len {
+        return Err(job_err(
+            spec,
+            format!(
+                "offset={offset} is beyond the end of {what} ({} bytes)",
+                file.len
+            ),
+        ));
+    }
+    let rest = file.len - offset;
+    let size = match spec.size {
+        _ if spec.files.fill_device => rest,
+        None => rest,
+        Some(SizeSpec::Bytes(b)) => b,
+        Some(SizeSpec::Percent(p)) => rest * p as u64 / 100 / 512 * 512,
+    };
+    if size > rest {
+        return Err(job_err(spec, format!(
+            "offset+size={} exceeds the capacity of {what} ({} bytes); use a smaller size or another --device",
+            offset + size, file.len
+        )));
+    }
+    Ok(size)
 }
 
 /// Page-cache settings `--set vm.NAME=VALUE` knows, for error messages.

@@ -626,10 +626,49 @@ pub struct JobSpec {
     /// `rate` / `rate_iops` and their settings; `None` when no direction is
     /// limited.
     pub rate: Option<RateLimit>,
+    /// Where the job's file lives and how large it is (`directory`,
+    /// `filesize`, `fill_device`, `offset_increment`).
+    pub files: FileSpec,
+    /// The write-then-verify pattern (`verify` and its settings); `None` when
+    /// the job verifies nothing or only reads.
+    pub verify: Option<VerifySpec>,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.
     pub options: Vec<(String, String)>,
+}
+
+/// The file options of a job (see docs/fio.md, "Files").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FileSpec {
+    /// `directory`: where the job's files are (a name prefix on the
+    /// simulated file system).
+    pub directory: Option<String>,
+    /// `filesize=MIN[-MAX]`: each file's size, drawn in the range as fio's
+    /// `get_rand_file_size` draws it.
+    pub filesize: Option<(u64, u64)>,
+    /// `fill_device` / `fill_fs`: write until the device is full (the
+    /// region runs to its end).
+    pub fill_device: bool,
+    /// `offset_increment`: clone *n* of the job starts this many bytes × *n*
+    /// further (fio's `subjob_number`).
+    pub offset_increment: u64,
+}
+
+/// fio's write-then-verify pattern for a job that writes (backend.c
+/// `do_verify`, io_u.c `check_get_verify`, iolog.c `log_io_piece`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifySpec {
+    /// `verify`'s method (`crc32c`, `md5`, ...): which checksum fio would
+    /// compute; it does not change the I/O.
+    pub method: String,
+    /// `verify_backlog`: verify after every this many blocks written (0: only
+    /// after the write phase).
+    pub backlog: u64,
+    /// `verify_backlog_batch` (0: `verify_backlog`).
+    pub backlog_batch: u64,
+    /// `verify_only`: the writes are not issued, only their verification.
+    pub only: bool,
 }
 
 /// fio's `thinktime` family (backend.c `handle_thinktime`): after every
