@@ -112,6 +112,12 @@ pub struct JobConfig {
     pub rate: Option<RateLimit>,
     /// fio's write-then-verify pattern, if the job verifies what it writes.
     pub verify: Option<VerifyConfig>,
+    /// `io_submit_mode=offload` (fio's rate-submit.c): each I/O goes to a
+    /// worker thread that submits it alone and reaps it as soon as it
+    /// completes, so completions are taken at once (not when the queue is
+    /// full), and a rate-limit sleep does not first wait for the job's I/O
+    /// to complete (`rate_ddir` quiesces only inline).
+    pub offload: bool,
 }
 
 /// How a job verifies what it writes (fio's `verify` family, resolved).
@@ -212,6 +218,7 @@ impl Default for JobConfig {
             thinktime: None,
             rate: None,
             verify: None,
+            offload: false,
         }
     }
 }
@@ -690,7 +697,8 @@ impl Job {
         let Stall::Draining(kind) = self.stall else {
             return None;
         };
-        if self.inflight > 0 || self.cpu_pending {
+        let quiesces = !(self.cfg.offload && matches!(kind, StallKind::Rate(_)));
+        if (quiesces && self.inflight > 0) || self.cpu_pending {
             return None;
         }
         // io_u_quiesce has reaped every completion.
@@ -1100,7 +1108,16 @@ impl Job {
             return None;
         }
         self.free_units.push(unit);
-        self.unreaped += 1;
+        if self.cfg.offload {
+            // The worker thread reaps it at once.
+            self.reaped_ios += 1;
+            if self.think_check_pending {
+                self.think_check_pending = false;
+                self.think_check(now);
+            }
+        } else {
+            self.unreaped += 1;
+        }
         let done = self.in_flight(unit);
         self.last_done_dir = done.dir;
         if done.dir == Dir::Write {

@@ -530,7 +530,13 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 time_based,
                 ramp_time: spec.ramp_time_ns,
                 start_delay: spec.start_delay_ns,
-                depth: spec.ioengine.max_in_flight(spec.iodepth),
+                // Offloaded, every worker has an I/O in flight, even with a
+                // synchronous engine (fio caps the depth at 1 only inline).
+                depth: if spec.offload {
+                    spec.iodepth.max(1)
+                } else {
+                    spec.ioengine.max_in_flight(spec.iodepth)
+                },
                 async_engine: spec.ioengine.is_async(),
                 cpu,
                 pid: 1000 + idx,
@@ -541,15 +547,18 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 ),
                 norandommap: spec.norandommap,
                 random_dist: spec.random_distribution.clone(),
-                batch_submit: if spec.ioengine.is_async() {
+                batch_submit: if spec.ioengine.is_async() && !spec.offload {
                     spec.iodepth_batch_submit.max(1)
                 } else {
                     1
                 },
-                plugs: matches!(
-                    spec.ioengine,
-                    crate::fio::IoEngine::Libaio | crate::fio::IoEngine::IoUring
-                ),
+                // Offloaded, each worker submits its one I/O alone.
+                plugs: !spec.offload
+                    && matches!(
+                        spec.ioengine,
+                        crate::fio::IoEngine::Libaio | crate::fio::IoEngine::IoUring
+                    ),
+                offload: spec.offload,
                 fsync_blocks: {
                     let n = match (spec.fsync_blocks, spec.fdatasync_blocks) {
                         (0, d) => d,

@@ -19,7 +19,6 @@ use Class::{Refused, Runs};
 
 const ZONED: &str = "option 'zonemode' is not modeled: zoned block devices are not simulated";
 const NULL: &str = "ioengine=null is not modeled";
-const OFFLOAD: &str = "option 'io_submit_mode' is not modeled yet";
 const STEADY: &str = "option 'steadystate' is not modeled yet";
 
 /// Every example and its class: keep in step with docs/fio.md.
@@ -62,7 +61,7 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("fio-seq-RW.fio", Runs),
     ("fio-seq-read.fio", Runs),
     ("fio-seq-write.fio", Runs),
-    ("fixed-rate-submission.fio", Refused(OFFLOAD)),
+    ("fixed-rate-submission.fio", Runs),
     (
         "flow.fio",
         Refused("option 'flow_sleep' is not modeled yet"),
@@ -76,7 +75,7 @@ const EXAMPLES: &[(&str, Class)] = &[
     ),
     ("null.fio", Refused(NULL)),
     ("numa.fio", Runs),
-    ("poisson-rate-submission.fio", Refused(OFFLOAD)),
+    ("poisson-rate-submission.fio", Runs),
     ("rand-zones.fio", Runs),
     ("sequence-distribution.fio", Refused(NULL)),
     (

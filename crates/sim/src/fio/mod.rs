@@ -632,6 +632,9 @@ pub struct JobSpec {
     /// The write-then-verify pattern (`verify` and its settings); `None` when
     /// the job verifies nothing or only reads.
     pub verify: Option<VerifySpec>,
+    /// `io_submit_mode=offload`: I/Os are handed to `iodepth` worker threads,
+    /// each submitting and reaping its own (rate-submit.c).
+    pub offload: bool,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.

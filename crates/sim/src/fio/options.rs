@@ -311,7 +311,7 @@ static OPTIONS: &[OptDef] = &[
     nm("rw_sequencer", NONE, R, &["sequential"]),
     nm("iodepth_low", NONE, R, NONE),
     nm("serialize_overlap", NONE, R, ZERO),
-    nm("io_submit_mode", NONE, R, &["inline"]),
+    m("io_submit_mode", NONE, R),
     m("fill_device", &["fill_fs"], R),
     m("filesize", NONE, R),
     nm("file_append", NONE, R, ZERO),
@@ -564,6 +564,7 @@ pub(crate) struct JobState {
     verify_backlog: u64,
     verify_backlog_batch: u64,
     verify_only: bool,
+    offload: bool,
 }
 
 impl Default for JobState {
@@ -641,6 +642,7 @@ impl Default for JobState {
             verify_backlog: 0,
             verify_backlog_batch: 0,
             verify_only: false,
+            offload: false,
         }
     }
 }
@@ -1068,6 +1070,17 @@ impl JobState {
                 })
             }
             "fill_device" => self.fill_device = parse_bool(v)?,
+            "io_submit_mode" => {
+                self.offload = match v {
+                    "inline" => false,
+                    "offload" => true,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for io_submit_mode (valid: inline, offload)"
+                        ))
+                    }
+                }
+            }
             "offset_increment" => {
                 self.offset_increment = match parse_bytes(v, kb)? {
                     ByteValue::Bytes(n) => n,
@@ -1300,6 +1313,7 @@ impl JobState {
                 offset_increment: self.offset_increment,
             },
             verify,
+            offload: self.offload,
             options,
         })
     }
