@@ -8,6 +8,8 @@ use crate::offsets::{BlockPicker, Skewed, ZoneBlocks};
 use blk::{Bio, CgroupId, Dir, IoPrio, Ns, Op, ReqFlags, Sector};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 pub use crate::fio::{BsDist, RandomDist, RateLimit, RwMode, ThinkTime};
 
@@ -118,6 +120,9 @@ pub struct JobConfig {
     /// full), and a rate-limit sleep does not first wait for the job's I/O
     /// to complete (`rate_ddir` quiesces only inline).
     pub offload: bool,
+    /// Where a verifying job keeps its phases' runtimes (shared with the
+    /// report).
+    pub phase_clock: Option<Arc<PhaseClock>>,
 }
 
 /// How a job verifies what it writes (fio's `verify` family, resolved).
@@ -146,6 +151,53 @@ pub struct VerifyConfig {
     /// logged and read back (fio's `do_dry_run`; its phantom writes are not
     /// reported).
     pub only: bool,
+}
+
+/// The time a verifying job spent writing and verifying, for fio's
+/// per-direction runtimes: fio's `thread_main` adds `do_io`'s time to the
+/// write runtime (and the read one, with a backlog) and `do_verify`'s
+/// (from its fsync on) to the read runtime, each rounded up to ms
+/// (`update_runtime`). The job updates it as it goes; the report reads it.
+#[derive(Debug, Default)]
+pub struct PhaseClock {
+    /// Closed phases' runtimes, ms: read, write.
+    ms: [AtomicU64; 2],
+    /// The open phase: 0 none, 1 writing, 2 verifying; and since when, ns.
+    open: AtomicU64,
+    open_at: AtomicU64,
+}
+
+impl PhaseClock {
+    fn open(&self, kind: u64, at: Ns) {
+        self.open.store(kind, Ordering::Relaxed);
+        self.open_at.store(at.0, Ordering::Relaxed);
+    }
+
+    fn close(&self, now: Ns, backlog: bool) {
+        let kind = self.open.swap(0, Ordering::Relaxed);
+        let ms =
+            (now.0.saturating_sub(self.open_at.load(Ordering::Relaxed)) / 1_000).div_ceil(1_000);
+        let add = |d: usize| self.ms[d].fetch_add(ms, Ordering::Relaxed);
+        match kind {
+            1 => {
+                add(1);
+                if backlog {
+                    add(0);
+                }
+            }
+            2 => {
+                add(0);
+            }
+            _ => {}
+        }
+    }
+
+    /// Read and write runtimes, ms, for a job that ended at `end` (the phase
+    /// still open counted up to there, as fio counts a terminated phase).
+    pub fn runtimes(&self, end: Ns, backlog: bool) -> [u64; 2] {
+        self.close(end, backlog);
+        [0, 1].map(|d| self.ms[d].load(Ordering::Relaxed))
+    }
 }
 
 /// Where a verifying job is in its pass.
@@ -219,6 +271,7 @@ impl Default for JobConfig {
             rate: None,
             verify: None,
             offload: false,
+            phase_clock: None,
         }
     }
 }
@@ -580,6 +633,14 @@ impl Job {
         self.end = now;
         self.last_think_at = now;
         self.rate_epoch = now;
+        self.clock(|c, _| c.open(1, now));
+    }
+
+    /// Update the phase clock, if the job keeps one.
+    fn clock(&self, f: impl FnOnce(&PhaseClock, bool)) {
+        if let (Some(c), Some(v)) = (&self.cfg.phase_clock, self.cfg.verify) {
+            f(c, v.backlog > 0);
+        }
     }
 
     /// The ramp time ended at `now`: as fio resets its clock (`epoch`) and I/O
@@ -842,6 +903,11 @@ impl Job {
         self.synced_at = self.writes_issued;
         if self.verify_sync_due() {
             self.verify_synced = true;
+            // do_io is over; do_verify starts with this fsync.
+            self.clock(|c, b| {
+                c.close(now, b);
+                c.open(2, now);
+            });
         } else if self.stopping {
             self.end_sync_issued = true;
         }
@@ -1154,11 +1220,13 @@ impl Job {
         }
         // The pass is verified: the next one, or the end.
         self.passes_done += 1;
+        self.clock(|c, b| c.close(now, b));
         let v = self.cfg.verify?;
         if (self.cfg.time_based || self.passes_done < v.passes) && !self.stopping {
             self.vphase = VerifyPhase::Io;
             self.pass_issued = 0;
             self.verify_batch = 0;
+            self.clock(|c, _| c.open(1, now));
             if v.only {
                 self.dry_run(v.pass_bytes);
             }

@@ -559,6 +559,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                         crate::fio::IoEngine::Libaio | crate::fio::IoEngine::IoUring
                     ),
                 offload: spec.offload,
+                phase_clock: spec.verify.as_ref().map(|_| Default::default()),
                 fsync_blocks: {
                     let n = match (spec.fsync_blocks, spec.fdatasync_blocks) {
                         (0, d) => d,
@@ -827,6 +828,9 @@ struct Collector<'a> {
     log_error: Option<LogError>,
     /// Log paths per clone, for error messages.
     log_paths: Vec<Vec<String>>,
+    /// Per clone: a verifying job's phase clock, and whether it has a
+    /// backlog.
+    clocks: Vec<Option<(std::sync::Arc<crate::job::PhaseClock>, bool)>>,
 }
 
 impl Collector<'_> {
@@ -895,7 +899,17 @@ impl IoObserver for Collector<'_> {
         self.finish_order.push(job);
         if let Some(r) = self.recorders[job].take() {
             let start = r.start_ns();
-            let (stats, logs) = r.finish_logged(now.0);
+            let (mut stats, logs) = r.finish_logged(now.0);
+            if let Some((c, backlog)) = &self.clocks[job] {
+                // fio's runtimes per phase: writing, then verifying.
+                let [read, write] = c.runtimes(now, *backlog);
+                if stats.read.runtime_ms > 0 {
+                    stats.read.runtime_ms = read;
+                }
+                if stats.write.runtime_ms > 0 {
+                    stats.write.runtime_ms = write;
+                }
+            }
             self.stats[job] = Some(stats);
             // A clone still ramping when it ends logs nothing, as in fio.
             let mut logs = logs.or_else(|| self.logs[job].take());
@@ -1042,6 +1056,14 @@ pub fn run(
         finish_order: Vec::new(),
         log_error: None,
         log_paths,
+        clocks: plan
+            .clones
+            .iter()
+            .map(|c| {
+                let backlog = c.verify.is_some_and(|v| v.backlog > 0);
+                c.phase_clock.clone().map(|k| (k, backlog))
+            })
+            .collect(),
     };
     let summary = sim.run(&mut col);
     let interrupted = stop_requested();

@@ -149,3 +149,25 @@ fn verify_only_reads_what_the_writes_would_have_written() {
     assert_eq!(t.issued, seq("R0 R1 R2 R3"));
     assert_eq!(s.disk.ios, [4, 0]);
 }
+
+/// fio's runtimes per direction for a verifying job: the write phase's
+/// (`do_io`) for the writes, the verification's (`do_verify`, from its
+/// fsync) for the reads, each rounded up to ms.
+#[test]
+fn reads_and_writes_have_their_own_phase_runtimes() {
+    use sim::runner::{self, RunOptions};
+    let text = "[v]\nrw=write\nbs=4k\ndirect=1\nsize=400k\nverify=md5\nfilename=/dev/x\n";
+    let input = sim::fio::parse_job_file("v.fio", text).unwrap();
+    let o = RunOptions {
+        submit_ns: Some(0),
+        write_logs: false,
+        ..RunOptions::new(devices::profile("ideal").unwrap())
+    };
+    let plan = runner::plan(&input, &o).unwrap();
+    let rep = runner::run(&input, &o, plan, None).unwrap();
+    let st = &rep.jobs[0].stats;
+    assert_eq!((st.read.io_bytes, st.write.io_bytes), (409_600, 409_600));
+    // 100 I/Os of 100 us + 4096 B at 2 GB/s (2.048 us) each: 10.2048 ms per
+    // phase (the verification's empty flush adds at most its 100 us).
+    assert_eq!((st.read.runtime_ms, st.write.runtime_ms), (11, 11));
+}
