@@ -999,6 +999,10 @@ impl Job {
                 }
             }
         };
+        if self.sequence_ended(dir.idx()) {
+            self.stopping = true;
+            return None;
+        }
         let unit = self.free_units.pop()?;
         let (rel, bs) = self.next_extent(dir.idx());
         let byte = self.cfg.offset + rel;
@@ -1089,6 +1093,10 @@ impl Job {
     /// and sequential ones follow the previous I/O; the size is drawn as fio's
     /// `get_next_buflen` draws it, again until it fits before the region's end.
     fn next_extent(&mut self, d: usize) -> (u64, u64) {
+        if let Some(b) = self.sequence_block(d) {
+            self.seq_count[d] += 1;
+            return (b * self.cfg.bs[d].max(1), self.cfg.bs[d]);
+        }
         if self.cfg.seq_add != 0 || self.cfg.seq_nr > 1 {
             return self.next_extent_suffixed(d);
         }
@@ -1114,6 +1122,28 @@ impl Job {
         let len = draw_bs(&dist, &mut self.bs_rng, size - off);
         self.seq_pos[d] = off + len;
         (off, len)
+    }
+
+    /// The next block of a `sequence` distribution in direction `d` (fio's
+    /// `__get_next_rand_offset_sequence`, counting the direction's I/Os).
+    fn sequence_block(&self, d: usize) -> Option<u64> {
+        let RandomDist::Sequence { blocks, stride } = &self.cfg.random_dist else {
+            return None;
+        };
+        if !self.cfg.rw.is_random() || blocks.is_empty() {
+            return None;
+        }
+        let n = self.seq_count[d];
+        let len = blocks.len() as u64;
+        let base = if *stride { n / len * len } else { 0 };
+        Some(base + blocks[(n % len) as usize])
+    }
+
+    /// A `sequence` distribution's next block lies past the region: fio's
+    /// offset lookup fails and the job ends.
+    fn sequence_ended(&self, d: usize) -> bool {
+        let max = self.cfg.size / self.cfg.bs[d].max(1);
+        self.sequence_block(d).is_some_and(|b| b >= max)
     }
 
     /// `next_extent` under an `rw` suffix, as fio's `get_next_seq_offset` and

@@ -4,7 +4,7 @@
 //!
 //! This is what `iosched run` and `iosched fio` do between parsing and printing.
 
-use crate::fio::{FioInput, JobSpec, SizeSpec};
+use crate::fio::{FioInput, IoEngine, JobSpec, SizeSpec};
 use crate::iolog::{log_file_name, IoLog, LogError, LogFiles, LogKind, LogParams, LogTarget};
 use crate::job::{IoDone, JobConfig, RwMode};
 use crate::pagecache::Advice;
@@ -87,6 +87,9 @@ pub fn default_submit_cost_ns(engine: crate::fio::IoEngine) -> u64 {
         E::IoUring => 1_000,
         E::Libaio => 2_000,
         E::Posixaio => 4_000,
+        // fio's own work per I/O, no system call: the x86-server host's
+        // fio_io_ns, measured with fio's null engine (crates/host/profiles).
+        E::Null => 220,
         E::Psync | E::Sync | E::Pvsync | E::Pvsync2 => 1_500,
     }
 }
@@ -233,12 +236,14 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         }
     }
 
+    null_engine_setup(input, opts, &mut sim)?;
     // One page cache is shared by every job of the run; direct I/O to a range
     // with cached pages writes them back and invalidates them first
     // (`kiocb_invalidate_pages`), which is not modeled: no mixing.
+    let block_jobs = || input.jobs.iter().filter(|j| j.ioengine != IoEngine::Null);
     if let (Some(d), Some(b)) = (
-        input.jobs.iter().find(|j| j.direct),
-        input.jobs.iter().find(|j| !j.direct),
+        block_jobs().find(|j| j.direct),
+        block_jobs().find(|j| !j.direct),
     ) {
         return Err(job_err(
             b,
@@ -249,7 +254,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             ),
         ));
     }
-    if let Some(j) = input.jobs.iter().find(|j| !j.direct && j.cgroup.is_some()) {
+    if let Some(j) = block_jobs().find(|j| !j.direct && j.cgroup.is_some()) {
         return Err(job_err(
             j,
             "cgroup= with buffered I/O (cgroup writeback attribution) is not modeled; use direct=1",
@@ -324,6 +329,15 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             region(spec, ext, off, &info.name).map(|size| (ext.start + off, size))
         };
         let (_, size) = clone_region(0)?;
+        if let crate::fio::RandomDist::Sequence { blocks, .. } = &spec.random_distribution {
+            let max = size / spec.bs.min().max(1);
+            if let Some(b) = blocks.iter().find(|&&b| b >= max) {
+                return Err(job_err(
+                    spec,
+                    format!("sequence block {b} is out of bounds (the region has {max} blocks)"),
+                ));
+            }
+        }
         if let crate::fio::RandomDist::ZonedAbs(z) = &spec.random_distribution {
             for (d, zones) in z.iter().enumerate().take(2) {
                 let total: u64 = zones.iter().map(|z| z.1).sum();
@@ -576,7 +590,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 },
                 end_fsync: spec.end_fsync || spec.fsync_on_close,
                 fua_writes: spec.sync,
-                buffered: !spec.direct,
+                buffered: !spec.direct && spec.ioengine != IoEngine::Null,
                 invalidate: spec.invalidate,
                 // fio's td_io_open_file: posix_fadvise on the job's region.
                 fadvise: match spec.fadvise_hint.as_str() {
@@ -587,6 +601,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                     _ => Advice::Sequential,
                 },
                 submit_cost_ns: match &opts.host.cpus {
+                    // The null engine: fio's own work only.
+                    Some(h) if spec.ioengine == IoEngine::Null => h.costs.fio_io_ns,
                     // On a host model the thread's work before the lock (fio, the
                     // system call, the engine) is what fio sees as slat.
                     Some(h) => host_submit_ns(&h.costs, spec.ioengine, spec.fixedbufs),
@@ -671,6 +687,56 @@ fn region(spec: &JobSpec, file: files::Extent, offset: u64, dev: &str) -> Result
         )));
     }
     Ok(size)
+}
+
+/// fio's null engine: its jobs never reach the block layer, so a run of
+/// them is simulated on the free host, each I/O costing its thread fio's
+/// own work (the host's `fio_io_ns`, or `--submit-ns`). Mixing them with
+/// block-engine jobs, and what only a file can do (fsync, verification),
+/// is refused.
+fn null_engine_setup(
+    input: &FioInput,
+    opts: &RunOptions,
+    sim: &mut SimConfig,
+) -> Result<(), RunError> {
+    let null = |j: &&JobSpec| j.ioengine == IoEngine::Null;
+    let Some(first) = input.jobs.iter().find(null) else {
+        return Ok(());
+    };
+    if let Some(b) = input.jobs.iter().find(|j| !null(j)) {
+        return Err(job_err(
+            b,
+            format!(
+                "ioengine={} in a run with ioengine=null jobs (job '{}') is not modeled; \
+                 the null engine's jobs run apart from the block layer",
+                b.ioengine.as_str(),
+                first.name
+            ),
+        ));
+    }
+    for j in &input.jobs {
+        if j.fsync_blocks > 0 || j.fdatasync_blocks > 0 || j.end_fsync || j.fsync_on_close {
+            return Err(job_err(j, "fsync with ioengine=null is not modeled"));
+        }
+        if j.verify.is_some() {
+            return Err(job_err(j, "verify with ioengine=null is not modeled"));
+        }
+    }
+    let cost = match &opts.host.cpus {
+        Some(h) => h.costs.fio_io_ns,
+        None => opts
+            .submit_ns
+            .unwrap_or_else(|| default_submit_cost_ns(IoEngine::Null)),
+    };
+    if cost == 0 {
+        return Err(job_err(
+            first,
+            "ioengine=null with free submissions would do all its I/O at one instant; \
+             give --submit-ns a cost",
+        ));
+    }
+    sim.host = host::host("free").expect("the free host is built in");
+    Ok(())
 }
 
 /// Page-cache settings `--set vm.NAME=VALUE` knows, for error messages.

@@ -290,6 +290,10 @@ pub enum IoEngine {
     IoUring,
     /// `posixaio`: POSIX AIO.
     Posixaio,
+    /// `null`: fio's null engine (engines/null.c): no system call, no block
+    /// layer, no device; an I/O completes when it is committed, so only fio's
+    /// own per-I/O work costs time.
+    Null,
 }
 
 impl IoEngine {
@@ -300,7 +304,13 @@ impl IoEngine {
             IoEngine::IoUring => K::IoUring,
             IoEngine::Libaio => K::Libaio,
             IoEngine::Posixaio => K::Posixaio,
-            IoEngine::Psync | IoEngine::Sync | IoEngine::Pvsync | IoEngine::Pvsync2 => K::Sync,
+            // The null engine never reaches a host model's submission path
+            // (a run of null jobs is simulated on the free host).
+            IoEngine::Psync
+            | IoEngine::Sync
+            | IoEngine::Pvsync
+            | IoEngine::Pvsync2
+            | IoEngine::Null => K::Sync,
         }
     }
 }
@@ -316,6 +326,7 @@ impl IoEngine {
             IoEngine::Libaio => "libaio",
             IoEngine::IoUring => "io_uring",
             IoEngine::Posixaio => "posixaio",
+            IoEngine::Null => "null",
         }
     }
 
@@ -323,7 +334,7 @@ impl IoEngine {
     pub fn is_async(self) -> bool {
         matches!(
             self,
-            IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio
+            IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio | IoEngine::Null
         )
     }
 
@@ -431,6 +442,16 @@ pub enum RandomDist {
     Zoned([Vec<(u8, u8)>; 3]),
     /// `zoned_abs:ACCESS/SIZE:...`: as `Zoned`, sizes in bytes.
     ZonedAbs([Vec<(u8, u64)>; 3]),
+    /// `sequence:B1,B2,...` (up to 64 block indices), fio's
+    /// `__get_next_rand_offset_sequence`: the *n*-th I/O of a direction goes
+    /// to block `B[n % len]`, plus `len × (n / len)` with
+    /// `random_sequence_stride`; a block past the region ends the job.
+    Sequence {
+        /// The block indices, in the order accessed.
+        blocks: Vec<u64>,
+        /// `random_sequence_stride`: each cycle moves on by the length.
+        stride: bool,
+    },
 }
 
 /// The options that change what fio reports for a job without changing its

@@ -133,6 +133,7 @@ static OPTIONS: &[OptDef] = &[
     m("randrepeat", &["allrandrepeat"], R),
     m("norandommap", NONE, Flag),
     m("random_distribution", NONE, R),
+    m("random_sequence_stride", NONE, R),
     m("number_ios", NONE, R),
     m("stonewall", &["wait_for_previous"], Flag),
     m("ioscheduler", NONE, R),
@@ -565,6 +566,7 @@ pub(crate) struct JobState {
     verify_backlog_batch: u64,
     verify_only: bool,
     offload: bool,
+    random_sequence_stride: bool,
 }
 
 impl Default for JobState {
@@ -643,6 +645,7 @@ impl Default for JobState {
             verify_backlog_batch: 0,
             verify_only: false,
             offload: false,
+            random_sequence_stride: false,
         }
     }
 }
@@ -1070,6 +1073,7 @@ impl JobState {
                 })
             }
             "fill_device" => self.fill_device = parse_bool(v)?,
+            "random_sequence_stride" => self.random_sequence_stride = parse_bool(v)?,
             "io_submit_mode" => {
                 self.offload = match v {
                     "inline" => false,
@@ -1114,7 +1118,7 @@ impl JobState {
             .name
             .clone()
             .unwrap_or_else(|| default_name.to_string());
-        if !self.direct {
+        if !self.direct && self.ioengine != IoEngine::Null {
             // Buffered I/O through the block device's page cache
             // (crate::pagecache).
             if self.sync {
@@ -1272,7 +1276,13 @@ impl JobState {
             randrepeat: self.randrepeat && self.randseed.is_none(),
             norandommap: self.norandommap,
             fixedbufs: self.fixedbufs,
-            random_distribution: self.random_distribution.clone(),
+            random_distribution: match &self.random_distribution {
+                RandomDist::Sequence { blocks, .. } => RandomDist::Sequence {
+                    blocks: blocks.clone(),
+                    stride: self.random_sequence_stride,
+                },
+                d => d.clone(),
+            },
             number_ios: (self.number_ios != 0).then_some(self.number_ios),
             stonewall: self.stonewall,
             ioscheduler: self.ioscheduler.clone(),
@@ -1299,6 +1309,8 @@ impl JobState {
             report: {
                 // fio's fixup_options: a disabled latency has no percentiles.
                 let mut r = self.report;
+                // The null engine is FIO_DISKLESSIO: fio shows no disk.
+                r.disk_util &= self.ioengine != IoEngine::Null;
                 r.lat_percentiles &= !r.disable_lat;
                 r.clat_percentiles &= !r.disable_clat;
                 r.slat_percentiles &= !r.disable_slat;
@@ -1457,13 +1469,14 @@ fn parse_engine(v: &str) -> Result<IoEngine, String> {
         "libaio" => IoEngine::Libaio,
         "io_uring" => IoEngine::IoUring,
         "posixaio" => IoEngine::Posixaio,
+        "null" => IoEngine::Null,
         _ => {
             if let Some(why) = unmodelled_engine(head) {
                 return Err(format!("ioengine={v} is not modeled: {why}"));
             }
             return Err(format!(
                 "invalid ioengine '{v}' (fio has no such engine; modeled: psync, sync, \
-                 pvsync, pvsync2, libaio, io_uring, posixaio)"
+                 pvsync, pvsync2, libaio, io_uring, posixaio, null)"
             ));
         }
     })
@@ -1490,7 +1503,6 @@ fn unmodelled_engine(name: &str) -> Option<&'static str> {
         "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat" | "dirdelete"
         | "falloc" | "ftruncate" | "e4defrag" => "it needs a file system",
         "cpuio" | "exec" | "page_fault" => "it does no block I/O",
-        "null" => "fio's null engine (no block I/O at all) is not modeled yet",
         "cpp_null" | "external" | "skeleton_external" => "external engines are not modeled",
         "solarisaio" | "windowsaio" => "it is not a Linux engine",
         _ => return None,
@@ -1613,6 +1625,30 @@ fn parse_random_dist(v: &str, kb: u32) -> Result<RandomDist, String> {
     };
     Ok(match name {
         "random" => RandomDist::Random,
+        "sequence" => {
+            let body = rest.ok_or_else(|| {
+                "random_distribution=sequence needs block indices, e.g. sequence:2,0,1".to_string()
+            })?;
+            let blocks = body
+                .split(',')
+                .map(|b| {
+                    b.trim()
+                        .parse::<u32>()
+                        .map(u64::from)
+                        .map_err(|_| format!("malformed block index '{b}' in random_distribution={v}"))
+                })
+                .collect::<Result<Vec<u64>, String>>()?;
+            if blocks.len() > 64 {
+                return Err(format!(
+                    "random_distribution=sequence takes at most 64 blocks, got {}",
+                    blocks.len()
+                ));
+            }
+            RandomDist::Sequence {
+                blocks,
+                stride: false,
+            }
+        }
         "zipf" => {
             let (theta, center) = floats(1.1)?;
             if theta == 1.0 {
