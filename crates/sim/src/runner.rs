@@ -175,91 +175,10 @@ fn job_err(spec: &JobSpec, message: impl Into<String>) -> RunError {
 pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     let info = opts.device.build().info().clone();
     let capacity = info.capacity_sectors * 512;
-    // The scheduler: command line, else the jobs' ioscheduler (which must agree), else
-    // the kernel's default for the device.
-    let mut from_jobs: Option<&str> = None;
-    for j in &input.jobs {
-        if let Some(s) = j.ioscheduler.as_deref() {
-            match from_jobs {
-                Some(prev) if prev != s => {
-                    return Err(job_err(
-                        j,
-                        format!("ioscheduler={s} differs from an earlier job's ioscheduler={prev}; iosched simulates one device with one scheduler"),
-                    ))
-                }
-                _ => from_jobs = Some(s),
-            }
-        }
-    }
-    let scheduler = opts
-        .scheduler
-        .clone()
-        .or(from_jobs.map(str::to_string))
-        .unwrap_or_else(|| info.default_scheduler.to_string());
-    if !blk::elevator::SCHEDULERS
-        .iter()
-        .any(|s| s.name == scheduler)
-    {
-        return Err(RunError::Setting(
-            blk::elevator::UnknownScheduler(scheduler).to_string(),
-        ));
-    }
-    let mut sim = SimConfig {
-        scheduler: scheduler.clone(),
-        hz: opts.hz,
-        nr_cpus: opts.nr_cpus,
-        host: opts.host.clone(),
-        ..Default::default()
-    };
-    if let Some(h) = &opts.host.cpus {
-        // The page copy is a host cost; `--set vm.page_copy_ns` still overrides it.
-        sim.vm.page_copy_ns = h.costs.page_copy_ns;
-        if opts.submit_ns.is_some() {
-            return Err(RunError::Setting(format!(
-                "--submit-ns applies to --host free only; host '{}' prices each step of a \
-                 submission itself (change its costs with --host-file)",
-                opts.host.name
-            )));
-        }
-    }
-    for (ns, name, value) in &opts.settings {
-        if ns == "blk" {
-            apply_blk_setting(&mut sim, &info, name, value)?;
-        } else if ns == "vm" {
-            apply_vm_setting(&mut sim, name, value)?;
-        } else if *ns == scheduler {
-            sim.tunables.push((name.clone(), value.clone()));
-        } else {
-            return Err(RunError::Setting(format!(
-                "--set {ns}.{name}={value}: the run uses scheduler '{scheduler}', not '{ns}'"
-            )));
-        }
-    }
-
+    let scheduler = choose_scheduler(input, opts, &info)?;
+    let mut sim = sim_config(opts, &info, &scheduler)?;
     null_engine_setup(input, opts, &mut sim)?;
-    // One page cache is shared by every job of the run; direct I/O to a range
-    // with cached pages writes them back and invalidates them first
-    // (`kiocb_invalidate_pages`), which is not modeled: no mixing.
-    let block_jobs = || input.jobs.iter().filter(|j| j.ioengine != IoEngine::Null);
-    if let (Some(d), Some(b)) = (
-        block_jobs().find(|j| j.direct),
-        block_jobs().find(|j| !j.direct),
-    ) {
-        return Err(job_err(
-            b,
-            format!(
-                "buffered I/O in a run that also has direct I/O (job '{}') is not modeled; \
-                 make every job direct=1 or every job buffered",
-                d.name
-            ),
-        ));
-    }
-    if let Some(j) = block_jobs().find(|j| !j.direct && j.cgroup.is_some()) {
-        return Err(job_err(
-            j,
-            "cgroup= with buffered I/O (cgroup writeback attribution) is not modeled; use direct=1",
-        ));
-    }
+    check_io_modes(input)?;
     let mut disk_name = None::<String>;
     let mut clones = Vec::new();
     let mut jobs = Vec::new();
@@ -278,20 +197,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     let layout = files::lay_out(&input.jobs, capacity, opts.seed)
         .map_err(|(k, e)| job_err(&input.jobs[k], e))?;
     for (k, spec) in input.jobs.iter().enumerate() {
-        if let Some(f) = spec.filename.as_ref().filter(|f| f.starts_with("/dev/")) {
-            let name = f.rsplit('/').next().unwrap_or(f).to_string();
-            match &disk_name {
-                Some(d) if *d != name => {
-                    return Err(job_err(
-                        spec,
-                        format!(
-                        "filename={f} differs from an earlier job's; iosched simulates one device"
-                    ),
-                    ))
-                }
-                _ => disk_name = Some(name),
-            }
-        }
+        note_device(spec, &mut disk_name)?;
         if k > 0 && spec.stonewall {
             barrier += 1;
             expected_ns = expected_ns.map(|t| t + group_ns);
@@ -300,27 +206,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         if k > 0 && (spec.stonewall || spec.new_group) {
             groupid += 1;
         }
-        for (i, (d, bs)) in [("read", spec.bs.read), ("write", spec.bs.write)]
-            .into_iter()
-            .enumerate()
-        {
-            let sizes: Vec<u64> = match &spec.bs_dist[i] {
-                None => vec![bs],
-                Some(crate::fio::BsDist::Range { min, max }) => vec![*min, *max],
-                Some(crate::fio::BsDist::Split(t)) => t.iter().map(|e| e.0).collect(),
-            };
-            for bs in sizes {
-                if bs % 512 != 0 {
-                    return Err(job_err(spec, format!("{d} block size {bs} is not a multiple of 512 bytes, which direct I/O requires")));
-                }
-            }
-        }
-        if spec.offset % 512 != 0 {
-            return Err(job_err(
-                spec,
-                format!("offset={} is not a multiple of 512 bytes", spec.offset),
-            ));
-        }
+        check_alignment(spec)?;
         let clone_region = |c: u32| {
             let ext = layout[k][c as usize];
             let off = spec.offset.saturating_add(
@@ -329,96 +215,9 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             region(spec, ext, off, &info.name).map(|size| (ext.start + off, size))
         };
         let (_, size) = clone_region(0)?;
-        if let crate::fio::RandomDist::Sequence { blocks, .. } = &spec.random_distribution {
-            let max = size / spec.bs.min().max(1);
-            if let Some(b) = blocks.iter().find(|&&b| b >= max) {
-                return Err(job_err(
-                    spec,
-                    format!("sequence block {b} is out of bounds (the region has {max} blocks)"),
-                ));
-            }
-        }
-        if let crate::fio::RandomDist::ZonedAbs(z) = &spec.random_distribution {
-            for (d, zones) in z.iter().enumerate().take(2) {
-                let total: u64 = zones.iter().map(|z| z.1).sum();
-                if total > size {
-                    return Err(job_err(
-                        spec,
-                        format!(
-                            "zoned_abs {} zones add up to {total} bytes, more than the region's {size}",
-                            ["read", "write"][d]
-                        ),
-                    ));
-                }
-            }
-        }
-        let min_bs = match spec.rw {
-            RwMode::Read | RwMode::RandRead => spec.bs.read,
-            RwMode::Write | RwMode::RandWrite => spec.bs.write,
-            _ => spec.bs.read.max(spec.bs.write),
-        };
-        if size < min_bs {
-            return Err(job_err(
-                spec,
-                format!("size={size} is smaller than the block size {min_bs}"),
-            ));
-        }
-        if !spec.direct {
-            let max_bs = spec.bs_dist[..2]
-                .iter()
-                .zip([spec.bs.read, spec.bs.write])
-                .map(|(d, bs)| d.as_ref().map_or(bs, |d| d.max()))
-                .max()
-                .unwrap_or(0);
-            if max_bs * 4 > sim.vm.mem_mb << 20 {
-                return Err(job_err(
-                    spec,
-                    format!(
-                        "block size {max_bs} is more than a quarter of the simulated memory \
-                         (vm.mem_mb={}); the page cache could not hold a buffered I/O",
-                        sim.vm.mem_mb
-                    ),
-                ));
-            }
-        }
-        let cgroup = match &spec.cgroup {
-            None => CgroupId(0),
-            Some(c) => cgroups.intern(c),
-        };
-        if let Some(w) = spec.cgroup_weight {
-            // fio writes the weight into the job's cgroup; with BFQ that is the
-            // group weight (io.bfq.weight).
-            if cgroup == CgroupId(0) {
-                return Err(job_err(
-                    spec,
-                    "cgroup_weight= needs cgroup= (the root cgroup has no weight)",
-                ));
-            }
-            if let Some((prev, by)) = weight_set.get(&cgroup) {
-                if *prev != w {
-                    return Err(job_err(
-                        spec,
-                        format!(
-                            "cgroup_weight={w} differs from cgroup_weight={prev} set by job '{by}' for the same cgroup"
-                        ),
-                    ));
-                }
-            }
-            weight_set.insert(cgroup, (w, spec.name.clone()));
-            cgroups
-                .set_weight(cgroup, w as u64)
-                .map_err(|e| job_err(spec, e.to_string()))?;
-        }
-        let ioprio = IoPrio {
-            class: match (spec.prioclass, spec.prio) {
-                (Some(c), _) => IoClass::from_number(c).unwrap_or_default(),
-                // ioprio_value() with class 0 and a level: the kernel treats a level
-                // without a class as best effort.
-                (None, Some(_)) => IoClass::Be,
-                (None, None) => IoClass::None,
-            },
-            level: spec.prio.unwrap_or(4),
-        };
+        check_region(spec, size, &sim)?;
+        let cgroup = job_cgroup(spec, &mut cgroups, &mut weight_set)?;
+        let ioprio = job_ioprio(spec);
         let time_based = spec.time_based && spec.runtime_ns.is_some();
         let job_ns = spec
             .start_delay_ns
@@ -648,6 +447,269 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         expected_ns,
         expected_bytes,
     })
+}
+
+/// A device filename (under `/dev/`) names the simulated device: the disk
+/// statistics' name. Two different ones cannot be simulated.
+fn note_device(spec: &JobSpec, disk_name: &mut Option<String>) -> Result<(), RunError> {
+    if let Some(f) = spec.filename.as_ref().filter(|f| f.starts_with("/dev/")) {
+        let name = f.rsplit('/').next().unwrap_or(f).to_string();
+        match disk_name {
+            Some(d) if *d != name => {
+                return Err(job_err(
+                    spec,
+                    format!(
+                        "filename={f} differs from an earlier job's; iosched simulates one device"
+                    ),
+                ))
+            }
+            _ => *disk_name = Some(name),
+        }
+    }
+    Ok(())
+}
+
+/// Direct I/O's alignment: block sizes and the offset in 512-byte sectors.
+fn check_alignment(spec: &JobSpec) -> Result<(), RunError> {
+    for (i, (d, bs)) in [("read", spec.bs.read), ("write", spec.bs.write)]
+        .into_iter()
+        .enumerate()
+    {
+        let sizes: Vec<u64> = match &spec.bs_dist[i] {
+            None => vec![bs],
+            Some(crate::fio::BsDist::Range { min, max }) => vec![*min, *max],
+            Some(crate::fio::BsDist::Split(t)) => t.iter().map(|e| e.0).collect(),
+        };
+        for bs in sizes {
+            if bs % 512 != 0 {
+                return Err(job_err(spec, format!("{d} block size {bs} is not a multiple of 512 bytes, which direct I/O requires")));
+            }
+        }
+    }
+    if spec.offset % 512 != 0 {
+        return Err(job_err(
+            spec,
+            format!("offset={} is not a multiple of 512 bytes", spec.offset),
+        ));
+    }
+    Ok(())
+}
+
+/// What the job's region (its first clone's `size` bytes) must allow: its
+/// distribution's blocks and zones, one block, and for buffered I/O a block
+/// the page cache can hold.
+fn check_region(spec: &JobSpec, size: u64, sim: &SimConfig) -> Result<(), RunError> {
+    if let crate::fio::RandomDist::Sequence { blocks, .. } = &spec.random_distribution {
+        let max = size / spec.bs.min().max(1);
+        if let Some(b) = blocks.iter().find(|&&b| b >= max) {
+            return Err(job_err(
+                spec,
+                format!("sequence block {b} is out of bounds (the region has {max} blocks)"),
+            ));
+        }
+    }
+    if let crate::fio::RandomDist::ZonedAbs(z) = &spec.random_distribution {
+        for (d, zones) in z.iter().enumerate().take(2) {
+            let total: u64 = zones.iter().map(|z| z.1).sum();
+            if total > size {
+                return Err(job_err(
+                    spec,
+                    format!(
+                        "zoned_abs {} zones add up to {total} bytes, more than the region's {size}",
+                        ["read", "write"][d]
+                    ),
+                ));
+            }
+        }
+    }
+    let min_bs = match spec.rw {
+        RwMode::Read | RwMode::RandRead => spec.bs.read,
+        RwMode::Write | RwMode::RandWrite => spec.bs.write,
+        _ => spec.bs.read.max(spec.bs.write),
+    };
+    if size < min_bs {
+        return Err(job_err(
+            spec,
+            format!("size={size} is smaller than the block size {min_bs}"),
+        ));
+    }
+    if !spec.direct {
+        let max_bs = spec.bs_dist[..2]
+            .iter()
+            .zip([spec.bs.read, spec.bs.write])
+            .map(|(d, bs)| d.as_ref().map_or(bs, |d| d.max()))
+            .max()
+            .unwrap_or(0);
+        if max_bs * 4 > sim.vm.mem_mb << 20 {
+            return Err(job_err(
+                spec,
+                format!(
+                    "block size {max_bs} is more than a quarter of the simulated memory \
+                     (vm.mem_mb={}); the page cache could not hold a buffered I/O",
+                    sim.vm.mem_mb
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The job's cgroup, interned, with its `cgroup_weight` (which jobs sharing
+/// the cgroup must agree on).
+fn job_cgroup(
+    spec: &JobSpec,
+    cgroups: &mut blk::CgroupTable,
+    weight_set: &mut std::collections::HashMap<CgroupId, (u32, String)>,
+) -> Result<CgroupId, RunError> {
+    let cgroup = match &spec.cgroup {
+        None => CgroupId(0),
+        Some(c) => cgroups.intern(c),
+    };
+    if let Some(w) = spec.cgroup_weight {
+        // fio writes the weight into the job's cgroup; with BFQ that is the
+        // group weight (io.bfq.weight).
+        if cgroup == CgroupId(0) {
+            return Err(job_err(
+                spec,
+                "cgroup_weight= needs cgroup= (the root cgroup has no weight)",
+            ));
+        }
+        if let Some((prev, by)) = weight_set.get(&cgroup) {
+            if *prev != w {
+                return Err(job_err(
+                    spec,
+                    format!(
+                        "cgroup_weight={w} differs from cgroup_weight={prev} set by job '{by}' for the same cgroup"
+                    ),
+                ));
+            }
+        }
+        weight_set.insert(cgroup, (w, spec.name.clone()));
+        cgroups
+            .set_weight(cgroup, w as u64)
+            .map_err(|e| job_err(spec, e.to_string()))?;
+    }
+    Ok(cgroup)
+}
+
+/// The job's I/O priority (`prioclass`, `prio`), as `ioprio_value` makes it.
+fn job_ioprio(spec: &JobSpec) -> IoPrio {
+    IoPrio {
+        class: match (spec.prioclass, spec.prio) {
+            (Some(c), _) => IoClass::from_number(c).unwrap_or_default(),
+            // ioprio_value() with class 0 and a level: the kernel treats a level
+            // without a class as best effort.
+            (None, Some(_)) => IoClass::Be,
+            (None, None) => IoClass::None,
+        },
+        level: spec.prio.unwrap_or(4),
+    }
+}
+
+/// The scheduler: the command line's, else the jobs' `ioscheduler` (which
+/// must agree), else the kernel's default for the device.
+fn choose_scheduler(
+    input: &FioInput,
+    opts: &RunOptions,
+    info: &devices::DeviceInfo,
+) -> Result<String, RunError> {
+    let mut from_jobs: Option<&str> = None;
+    for j in &input.jobs {
+        if let Some(s) = j.ioscheduler.as_deref() {
+            match from_jobs {
+                Some(prev) if prev != s => {
+                    return Err(job_err(
+                        j,
+                        format!("ioscheduler={s} differs from an earlier job's ioscheduler={prev}; iosched simulates one device with one scheduler"),
+                    ))
+                }
+                _ => from_jobs = Some(s),
+            }
+        }
+    }
+    let scheduler = opts
+        .scheduler
+        .clone()
+        .or(from_jobs.map(str::to_string))
+        .unwrap_or_else(|| info.default_scheduler.to_string());
+    if !blk::elevator::SCHEDULERS
+        .iter()
+        .any(|s| s.name == scheduler)
+    {
+        return Err(RunError::Setting(
+            blk::elevator::UnknownScheduler(scheduler).to_string(),
+        ));
+    }
+    Ok(scheduler)
+}
+
+/// The simulation's settings: the host, then every `--set` (`blk.*`,
+/// `vm.*`, the scheduler's tunables) in order.
+fn sim_config(
+    opts: &RunOptions,
+    info: &devices::DeviceInfo,
+    scheduler: &str,
+) -> Result<SimConfig, RunError> {
+    let mut sim = SimConfig {
+        scheduler: scheduler.to_string(),
+        hz: opts.hz,
+        nr_cpus: opts.nr_cpus,
+        host: opts.host.clone(),
+        ..Default::default()
+    };
+    if let Some(h) = &opts.host.cpus {
+        // The page copy is a host cost; `--set vm.page_copy_ns` still overrides it.
+        sim.vm.page_copy_ns = h.costs.page_copy_ns;
+        if opts.submit_ns.is_some() {
+            return Err(RunError::Setting(format!(
+                "--submit-ns applies to --host free only; host '{}' prices each step of a \
+                 submission itself (change its costs with --host-file)",
+                opts.host.name
+            )));
+        }
+    }
+    for (ns, name, value) in &opts.settings {
+        if ns == "blk" {
+            apply_blk_setting(&mut sim, info, name, value)?;
+        } else if ns == "vm" {
+            apply_vm_setting(&mut sim, name, value)?;
+        } else if *ns == scheduler {
+            sim.tunables.push((name.clone(), value.clone()));
+        } else {
+            return Err(RunError::Setting(format!(
+                "--set {ns}.{name}={value}: the run uses scheduler '{scheduler}', not '{ns}'"
+            )));
+        }
+    }
+    Ok(sim)
+}
+
+/// One page cache is shared by every job of the run; direct I/O to a range
+/// with cached pages writes them back and invalidates them first
+/// (`kiocb_invalidate_pages`), which is not modeled: no mixing. Buffered
+/// writeback is not attributed to cgroups either.
+fn check_io_modes(input: &FioInput) -> Result<(), RunError> {
+    let block_jobs = || input.jobs.iter().filter(|j| j.ioengine != IoEngine::Null);
+    if let (Some(d), Some(b)) = (
+        block_jobs().find(|j| j.direct),
+        block_jobs().find(|j| !j.direct),
+    ) {
+        return Err(job_err(
+            b,
+            format!(
+                "buffered I/O in a run that also has direct I/O (job '{}') is not modeled; \
+                 make every job direct=1 or every job buffered",
+                d.name
+            ),
+        ));
+    }
+    if let Some(j) = block_jobs().find(|j| !j.direct && j.cgroup.is_some()) {
+        return Err(job_err(
+            j,
+            "cgroup= with buffered I/O (cgroup writeback attribution) is not modeled; use direct=1",
+        ));
+    }
+    Ok(())
 }
 
 /// The size of a clone's region in its file (or the device): `size`, a

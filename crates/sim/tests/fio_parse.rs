@@ -303,14 +303,23 @@ fn validation_errors() {
             "rw=write\nverify=md5\ndirect=1\nverify_only\ntime_based\nruntime=1",
             "verify_only does not support time_based",
         ),
-        ("io_submit_mode=later", "invalid value 'later' for io_submit_mode"),
+        (
+            "io_submit_mode=later",
+            "invalid value 'later' for io_submit_mode",
+        ),
         ("filesize=big", "malformed number"),
         ("directory=a:b", "several directories"),
         ("offset_increment=10%", "percentage is not modeled yet"),
         ("random_distribution=sequence", "needs block indices"),
-        ("random_distribution=sequence:1,x", "malformed block index 'x'"),
+        (
+            "random_distribution=sequence:1,x",
+            "malformed block index 'x'",
+        ),
         ("random_sequence_stride=yes", "expected 0 or 1"),
-        ("experimental_verify=1", "option 'experimental_verify' is not modeled yet"),
+        (
+            "experimental_verify=1",
+            "option 'experimental_verify' is not modeled yet",
+        ),
     ];
     for (extra, want) in cases {
         let e = one(extra).expect_err(extra);

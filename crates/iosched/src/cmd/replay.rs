@@ -11,7 +11,7 @@ use std::path::Path;
 /// Replay a DiskSim validation trace.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  iosched devices import-disksim atlas_III.parv --out atlas_III.toml\n  iosched replay --format disksim-validate atlas_III.trace --device-file atlas_III.toml --plot atlas_III.svg\n  iosched replay --format disksim-validate atlas_III.trace --device-file atlas_III.parv --write_lat_log=atlas"
+    after_help = "Examples:\n  iosched devices import-disksim data/disksim-valid/atlas_III.parv --out atlas_III.toml\n  iosched replay --format disksim-validate data/disksim-valid/atlas_III.trace --device-file atlas_III.toml --plot atlas_III.svg\n  iosched replay --format disksim-validate data/disksim-valid/atlas_III.trace --device-file data/disksim-valid/atlas_III.parv --write_lat_log=atlas"
 )]
 pub struct Args {
     /// Trace format (only `disksim-validate`).
