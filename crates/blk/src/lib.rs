@@ -20,6 +20,7 @@ pub mod elevator;
 pub mod merge;
 pub mod mq;
 pub mod request;
+pub mod timeline;
 pub mod types;
 
 pub use cgroup::{CgroupInfo, CgroupTable};

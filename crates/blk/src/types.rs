@@ -40,6 +40,26 @@ impl fmt::Display for Ns {
     }
 }
 
+/// `floor(a * b / c)` of the exact product, truncated to 64 bits as a cast of
+/// the 128-bit quotient would be; `c` must not be 0. The product usually fits in
+/// 64 bits, and then no 128-bit division (a slow library call) is needed.
+#[inline]
+pub fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    match a.checked_mul(b) {
+        Some(p) => p / c,
+        None => ((a as u128 * b as u128) / c as u128) as u64,
+    }
+}
+
+/// `ceil(a * b / c)`, as [`mul_div`].
+#[inline]
+pub fn mul_div_ceil(a: u64, b: u64, c: u64) -> u64 {
+    match a.checked_mul(b) {
+        Some(p) => p.div_ceil(c),
+        None => ((a as u128 * b as u128).div_ceil(c as u128)) as u64,
+    }
+}
+
 /// A 512-byte sector number or count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Sector(pub u64);
@@ -68,7 +88,11 @@ impl Jiffies {
     /// Jiffies elapsed at virtual time `t` for a kernel built with `hz`:
     /// `floor(t * hz / 1e9)`.
     pub fn from_ns(t: Ns, hz: u32) -> Jiffies {
-        Jiffies(((t.0 as u128 * hz as u128) / 1_000_000_000) as u64)
+        // Split so that the division is by a constant and in 64 bits: exact, and
+        // the same wrap to 64 bits as the 128-bit product's quotient.
+        let (secs, rem) = (t.0 / 1_000_000_000, t.0 % 1_000_000_000);
+        let hz = u64::from(hz);
+        Jiffies(secs.wrapping_mul(hz).wrapping_add(rem * hz / 1_000_000_000))
     }
     /// `time_after(self, other)`: strictly later, wrap-safe.
     pub fn after(self, other: Jiffies) -> bool {
@@ -281,6 +305,23 @@ pub struct CgroupId(pub u32);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The 64-bit paths give exactly what the 128-bit arithmetic gives,
+        /// wrap to 64 bits included.
+        #[test]
+        fn fast_arithmetic_matches_128_bit(a in any::<u64>(), b in any::<u64>(), c in 1..u64::MAX, hz in 1..u32::MAX) {
+            prop_assert_eq!(mul_div(a, b, c), ((a as u128 * b as u128) / c as u128) as u64);
+            prop_assert_eq!(mul_div_ceil(a, b, c), (a as u128 * b as u128).div_ceil(c as u128) as u64);
+            let small = a >> 20;
+            prop_assert_eq!(mul_div(small, 1_000_000, c), ((small as u128 * 1_000_000) / c as u128) as u64);
+            for t in [a, small, a % 4_000_000_000] {
+                let want = ((t as u128 * hz as u128) / 1_000_000_000) as u64;
+                prop_assert_eq!(Jiffies::from_ns(Ns(t), hz).0, want);
+            }
+        }
+    }
 
     #[test]
     fn jiffies_compare_across_wrap() {

@@ -2,17 +2,15 @@
 //! keeps between deciding when a command ends and reporting it in
 //! [`crate::Device::advance`].
 
+use blk::timeline::Timeline;
 use blk::{Ns, RqId};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Commands ordered by completion time; commands due at the same time come out in
 /// the order they were pushed. `T` is what a completion carries (by default the
 /// request).
 #[derive(Clone, Debug)]
 pub struct Completions<T: Copy + Ord = RqId> {
-    heap: BinaryHeap<Reverse<(Ns, u64, T)>>,
-    seq: u64,
+    due: Timeline<T>,
 }
 
 impl<T: Copy + Ord> Completions<T> {
@@ -24,28 +22,23 @@ impl<T: Copy + Ord> Completions<T> {
     /// An empty queue with room for `n` completions.
     pub fn with_capacity(n: usize) -> Self {
         Completions {
-            heap: BinaryHeap::with_capacity(n),
-            seq: 0,
+            due: Timeline::with_capacity(n),
         }
     }
 
     /// `item` completes at `at`.
     pub fn push(&mut self, at: Ns, item: T) {
-        self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, item)));
+        self.due.push(at, item);
     }
 
     /// The earliest completion time, if any.
     pub fn next(&self) -> Option<Ns> {
-        self.heap.peek().map(|Reverse((t, _, _))| *t)
+        self.due.next()
     }
 
     /// Removes and returns the earliest completion due by `now`.
     pub fn pop_due(&mut self, now: Ns) -> Option<T> {
-        match self.heap.peek() {
-            Some(Reverse((t, _, _))) if *t <= now => self.heap.pop().map(|Reverse((_, _, x))| x),
-            _ => None,
-        }
+        self.due.pop_due(now)
     }
 }
 

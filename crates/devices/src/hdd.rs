@@ -475,6 +475,18 @@ struct SeekCurve {
     boundary: f64,
 }
 
+/// `x mod m` without a division in the common cases (`x` under two revolutions).
+#[inline]
+fn wrap(x: u64, m: u64) -> u64 {
+    if x < m {
+        x
+    } else if x - m < m {
+        x - m
+    } else {
+        x % m
+    }
+}
+
 impl SeekCurve {
     fn eval(&self, d: u32) -> f64 {
         if d == 0 {
@@ -745,6 +757,18 @@ impl Hdd {
     /// Seek or head switch, then rotational wait, from the current head position
     /// starting at `t`.
     fn positioning(&self, t: Ns, to: &Pos) -> u64 {
+        self.positioning_at(self.angle_at(t), to)
+    }
+
+    /// The platter's angle (ns into a revolution) at `t`.
+    fn angle_at(&self, t: Ns) -> u64 {
+        (t.0 + self.phase_ns) % self.geo.rev_ns
+    }
+
+    /// [`Hdd::positioning`] from the angle the platter is at when the move
+    /// starts: the dispatch loop computes it once for every queued command.
+    fn positioning_at(&self, angle: u64, to: &Pos) -> u64 {
+        let rev = self.geo.rev_ns;
         let d = self.head_cyl.abs_diff(to.cyl);
         let mv = if d > 0 {
             self.seek.eval(d) as u64
@@ -753,11 +777,11 @@ impl Hdd {
         } else {
             0
         };
-        let at = (t.0 + mv + self.phase_ns) % self.geo.rev_ns;
-        let mut wait = (to.angle as u64 + self.geo.rev_ns - at) % self.geo.rev_ns;
+        let at = wrap(angle + mv, rev);
+        let mut wait = wrap(to.angle as u64 + rev - at, rev);
         // Integer rounding can put a perfectly sequential access a few ns past its
         // sector; the drive's timing slack absorbs that rather than losing a turn.
-        if wait + SLACK_NS >= self.geo.rev_ns {
+        if wait + SLACK_NS >= rev {
             wait = 0;
         }
         mv + wait
@@ -922,6 +946,7 @@ impl Hdd {
             }
         }
         if best.is_none() {
+            let angle = self.angle_at(t.add(self.overhead_ns));
             for (i, c) in self.queue.iter().enumerate() {
                 if c.kind == Kind::CachedWrite {
                     continue;
@@ -930,7 +955,7 @@ impl Hdd {
                     let st = self.stream.as_ref().expect("stream");
                     st.ready_at(c.lba + c.n as u64).since(t)
                 } else {
-                    self.overhead_ns + self.positioning(t.add(self.overhead_ns), &c.pos)
+                    self.overhead_ns + self.positioning_at(angle, &c.pos)
                 };
                 if best.is_none_or(|b| cost < b.0) {
                     best = Some((cost, i, false));
@@ -942,8 +967,9 @@ impl Hdd {
                 let h = self.head_lba;
                 let after = self.dirty.range(h..).take(32);
                 let before = self.dirty.range(..h).rev().take(32);
+                let angle = self.angle_at(t);
                 for (_, e) in after.chain(before) {
-                    let cost = self.positioning(t, &e.pos);
+                    let cost = self.positioning_at(angle, &e.pos);
                     if best.is_none_or(|b| cost < b.0) {
                         best = Some((cost, e.lba as usize, true));
                     }

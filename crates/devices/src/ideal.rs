@@ -152,7 +152,7 @@ impl Driver for Ideal {
             ready
         } else {
             let start = ready.max(self.pipe_free);
-            let xfer = (bytes as u128 * 1_000_000_000 / self.p.bandwidth.max(1) as u128) as u64;
+            let xfer = blk::types::mul_div(bytes, 1_000_000_000, self.p.bandwidth.max(1));
             let end = start.add(xfer);
             self.pipe_free = end;
             end

@@ -215,6 +215,13 @@ fn ideal_profiles() -> Vec<Profile> {
 
 /// All built-in profiles.
 pub fn profiles() -> Vec<Profile> {
+    // Parsed once per process: fitting the disks' seek curves is most of the
+    // start-up time, and tests and sweeps ask again and again.
+    static ALL: std::sync::OnceLock<Vec<Profile>> = std::sync::OnceLock::new();
+    ALL.get_or_init(parse_builtin).clone()
+}
+
+fn parse_builtin() -> Vec<Profile> {
     let mut all = ideal_profiles();
     for (file, text) in BUILTIN_FILES {
         let known = all.clone();

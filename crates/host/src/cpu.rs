@@ -443,6 +443,12 @@ impl Cpus {
         out.append(&mut self.arms);
     }
 
+    /// Is `g` CPU `c`'s current generation, i.e. would an event (`c`, `g`) still
+    /// act? Arms superseded before they reach an event queue need not enter it.
+    pub fn is_current(&self, c: u32, g: u64) -> bool {
+        self.cpus[c as usize].gen == g
+    }
+
     /// When the next item ends (or a slice does), if ever.
     pub fn next_event(&mut self) -> Option<u64> {
         for a in self.arms.drain(..) {

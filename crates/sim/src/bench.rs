@@ -71,6 +71,36 @@ pub fn workloads() -> Vec<Workload> {
             jobs: 4,
             time_scale: 1,
         },
+        Workload {
+            name: "mq-deadline+hdd-7200 randread 4k qd32",
+            scheduler: "mq-deadline",
+            device: "hdd-7200",
+            bs: 4096,
+            rw: RwMode::RandRead,
+            iodepth: 32,
+            jobs: 1,
+            time_scale: 200,
+        },
+        Workload {
+            name: "kyber+nvme-gen4 randread 4k qd32 x4",
+            scheduler: "kyber",
+            device: "nvme-gen4",
+            bs: 4096,
+            rw: RwMode::RandRead,
+            iodepth: 32,
+            jobs: 4,
+            time_scale: 1,
+        },
+        Workload {
+            name: "bfq+nvme-gen4 randread 4k qd32 x4",
+            scheduler: "bfq",
+            device: "nvme-gen4",
+            bs: 4096,
+            rw: RwMode::RandRead,
+            iodepth: 32,
+            jobs: 4,
+            time_scale: 1,
+        },
     ]
 }
 

@@ -4,46 +4,19 @@
 //! breaks ties), so a run depends only on its inputs and seed, never on hashing,
 //! addresses or thread timing.
 
+use blk::timeline::Timeline;
 use blk::Ns;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
-struct Entry<E> {
-    at: Ns,
-    seq: u64,
-    ev: E,
-}
-
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, o: &Self) -> bool {
-        self.at == o.at && self.seq == o.seq
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl<E> Ord for Entry<E> {
-    /// Reversed, so that the max-heap pops the earliest (time, sequence) first.
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.at, o.seq).cmp(&(self.at, self.seq))
-    }
-}
 
 /// A priority queue of events ordered by (time, scheduling order).
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
-    seq: u64,
+    due: Timeline<E>,
     now: Ns,
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            heap: BinaryHeap::new(),
-            seq: 0,
+            due: Timeline::new(),
             now: Ns::ZERO,
         }
     }
@@ -63,30 +36,24 @@ impl<E> EventQueue<E> {
     /// Schedule `ev` at `at`; a time in the past is moved to now, so the clock never
     /// runs backwards.
     pub fn push(&mut self, at: Ns, ev: E) {
-        let at = at.max(self.now);
-        self.seq += 1;
-        self.heap.push(Entry {
-            at,
-            seq: self.seq,
-            ev,
-        });
+        self.due.push(at.max(self.now), ev);
     }
 
     /// The next event, advancing the clock to its time.
     pub fn pop(&mut self) -> Option<(Ns, E)> {
-        let e = self.heap.pop()?;
-        self.now = e.at;
-        Some((e.at, e.ev))
+        let (at, ev) = self.due.pop()?;
+        self.now = at;
+        Some((at, ev))
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.due.len()
     }
 
     /// No pending events.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.due.is_empty()
     }
 }
 

@@ -679,7 +679,7 @@ impl Job {
         let bytes = self.rate_issue_bytes[d];
         let secs = bytes / bps;
         let rem = bytes % bps;
-        ((rem as u128 * 1_000_000) / bps as u128) as u64 + secs * 1_000_000
+        blk::types::mul_div(rem, 1_000_000, bps) + secs * 1_000_000
     }
 
     /// fio's `rate_ddir`: may the next I/O, in direction `dir`, go now? A mixed

@@ -1003,7 +1003,7 @@ impl JobRecorder {
         let issue_rel = issue_ns.saturating_sub(self.start_ns);
         // fio's add_bw_sample without a sampling window: the I/O's own rate.
         let bw_rate = if clat > 0 {
-            ((bytes as u128 * 1_000_000) / clat as u128) as u64
+            blk::types::mul_div(bytes, 1_000_000, clat)
         } else {
             0
         };

@@ -75,3 +75,60 @@ fn peak_memory_is_flat_in_simulated_time() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// A slow leak — a few bytes kept per scheduler decision, such as a log of every
+/// BFQ expiration — hides inside the margin of the test above, and disks' latency
+/// tails make the histograms grow for a long while. So: an ideal device with a
+/// fixed 200 µs latency (histograms reach their size at once), eight processes
+/// (BFQ switches queues, idles and expires all the time), each scheduler run for
+/// T, 10 T and 100 T. A working set grows less and less; a leak grows ten times as
+/// much from 10 T to 100 T as from T to 10 T. The second growth may be at most
+/// twice the first plus 16 KiB.
+#[test]
+fn no_slow_leak_per_decision() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let device = devices::Profile {
+        name: "ideal-200us".into(),
+        about: "ideal device with a fixed 200 us latency".into(),
+        kind: devices::ProfileKind::Ideal(devices::ideal::IdealParams {
+            latency_ns: 200_000,
+            rotational: true,
+            ..Default::default()
+        }),
+    };
+    let mut failures = Vec::new();
+    for sched in ["none", "mq-deadline", "kyber", "bfq"] {
+        let p: Vec<usize> = [40, 400, 4_000]
+            .iter()
+            .map(|&ms| peak_of_jobs(sched, &device, 8, ms))
+            .collect();
+        let (d1, d2) = (p[1].saturating_sub(p[0]), p[2].saturating_sub(p[1]));
+        if d2 > 2 * d1 + (16 << 10) {
+            failures.push(format!(
+                "{sched}: peak {} B at 40 ms, {} B at 400 ms, {} B at 4 s",
+                p[0], p[1], p[2]
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Peak heap growth of `numjobs` psync random readers and writers (each its own
+/// process) for `runtime_ms`.
+fn peak_of_jobs(sched: &str, device: &devices::Profile, numjobs: u32, runtime_ms: u64) -> usize {
+    let job = format!(
+        "[j]\nrw=randrw\nbs=4k\nsize=64m\ndirect=1\nioengine=psync\n\
+         time_based\nruntime={runtime_ms}ms\nnumjobs={numjobs}\n"
+    );
+    let input = sim::fio::parse_job_file("leak.fio", &job).unwrap();
+    let mut opts = sim::runner::RunOptions::new(device.clone());
+    opts.scheduler = Some(sched.to_string());
+    opts.write_logs = false;
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let plan = sim::runner::plan(&input, &opts).unwrap();
+    let report = sim::runner::run(&input, &opts, plan, None).unwrap();
+    let peak = PEAK.load(Ordering::Relaxed);
+    drop(report);
+    peak.saturating_sub(base)
+}

@@ -597,7 +597,7 @@ impl Queue {
     fn delay_time(&self, now: Ns, ms: u64) -> Ns {
         let hz = self.cfg.hz as u64;
         let j = self.jiffies(now).0 + msecs_to_jiffies(ms, self.cfg.hz);
-        Ns(((j as u128 * 1_000_000_000u128).div_ceil(hz as u128)) as u64)
+        Ns(crate::types::mul_div_ceil(j, 1_000_000_000, hz))
     }
 
     /// `blk_mq_delay_run_hw_queue`: (re)arm the run work `ms` from now; like

@@ -15,6 +15,11 @@ use super::sim_opts::parse_set;
 /// time each scheduler alone: insert + dispatch + complete per request with 64, 1,024
 /// and 16,384 requests queued.
 ///
+/// When fio is installed (and not `--no-fio`), fio's null engine runs first in the
+/// same process tree (`fio --ioengine=null --rw=randread --bs=4k --iodepth=32`,
+/// one job, 2 s): its I/Os per wall second are the yardstick, and every workload's
+/// rate is also printed as a multiple of it.
+///
 /// With `--sched`, `--set` or `--vary` only the scheduler timing runs, for the chosen
 /// scheduler(s) and settings: the way to measure a patch whose effect is CPU time
 /// (seed 3: `--sched mq-deadline --cpus 128 --vary
@@ -49,6 +54,38 @@ pub struct Args {
     /// Timed steps per figure (after a 10 % warm-up).
     #[arg(long, default_value_t = 200_000)]
     pub steps: u32,
+    /// Do not run fio's null engine for comparison.
+    #[arg(long)]
+    pub no_fio: bool,
+}
+
+/// fio's null engine's I/Os per wall second (`fio --ioengine=null --rw=randread
+/// --bs=4k --iodepth=32`, one job, 2 s), if fio runs here.
+fn fio_null_rate() -> Option<f64> {
+    let out = std::process::Command::new("fio")
+        .args([
+            "--name=null",
+            "--ioengine=null",
+            "--rw=randread",
+            "--bs=4k",
+            "--iodepth=32",
+            "--size=1t",
+            "--time_based",
+            "--runtime=2",
+            "--output-format=json",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let read = &v["jobs"][0]["read"];
+    let ios = read["total_ios"].as_f64()?;
+    let ms = read["runtime"].as_f64()?;
+    (ms > 0.0).then(|| ios * 1000.0 / ms)
 }
 
 /// One row of the scheduler table: a scheduler and the tunables written for it.
@@ -145,10 +182,19 @@ pub fn run(args: Args) -> Result<()> {
     let only_scheds = !args.sched.is_empty() || !args.set.is_empty() || args.vary.is_some();
     let mut out = super::output::stdout();
     if !only_scheds {
+        let fio = if args.no_fio { None } else { fio_null_rate() };
+        match fio {
+            Some(r) => writeln!(
+                out,
+                "fio null engine (randread 4k qd32, 1 job): {r:.0} I/Os per wall second\n"
+            )?,
+            None if !args.no_fio => writeln!(out, "fio null engine: fio not found or failed\n")?,
+            None => {}
+        }
         writeln!(
             out,
-            "{:<34} {:>10} {:>12} {:>10} {:>9} {:>14} {:>12}",
-            "workload", "host", "requests", "sim s", "wall s", "requests/s", "peak RSS"
+            "{:<38} {:>10} {:>12} {:>10} {:>9} {:>14} {:>8} {:>12}",
+            "workload", "host", "requests", "sim s", "wall s", "requests/s", "x fio", "peak RSS"
         )?;
         let hosts = [host::host("free")?, host::host(host::DEFAULT_HOST)?];
         let mut shares = Vec::new();
@@ -160,15 +206,19 @@ pub fn run(args: Args) -> Result<()> {
                     let rss = bench::peak_rss_bytes()
                         .map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
                         .unwrap_or_else(|| "n/a".into());
+                    let vs_fio = fio
+                        .map(|f| format!("{:.2}", r.rate() / f))
+                        .unwrap_or_else(|| "-".into());
                     writeln!(
                         out,
-                        "{:<34} {:>10} {:>12} {:>10.3} {:>9.3} {:>14.0} {:>12}",
+                        "{:<38} {:>10} {:>12} {:>10.3} {:>9.3} {:>14.0} {:>8} {:>12}",
                         r.name,
                         h.name,
                         r.requests,
                         r.simulated_secs,
                         r.wall_secs,
                         r.rate(),
+                        vs_fio,
                         rss
                     )?;
                     rates.push(r.rate());
@@ -185,7 +235,7 @@ pub fn run(args: Args) -> Result<()> {
             host::DEFAULT_HOST
         )?;
         for (name, share) in shares {
-            writeln!(out, "  {name:<34} {:>5.0} %", share * 100.0)?;
+            writeln!(out, "  {name:<38} {:>5.0} %", share * 100.0)?;
         }
         writeln!(out)?;
     }

@@ -728,7 +728,9 @@ impl Simulation {
         let Some(h) = self.host.as_mut() else { return };
         h.cpus.take_arms(&mut h.arms);
         for (t, c, g) in h.arms.drain(..) {
-            self.events.push(Ns(t).max(now), Ev::Cpu(c, g));
+            if h.cpus.is_current(c, g) {
+                self.events.push(Ns(t).max(now), Ev::Cpu(c, g));
+            }
         }
         for l in 0..h.locks.len() {
             if let Some(t) = h.locks[l].next_grant() {
