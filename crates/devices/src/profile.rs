@@ -133,12 +133,19 @@ impl Doc {
             let at = e.span().map_or(0, |s| s.start);
             let msg = e.message().trim().replace('\n', " ");
             // The key of the line at fault, when it has one.
-            let line = text[..at.min(text.len())]
+            let line = text
+                .get(..at)
+                .unwrap_or("")
                 .rsplit('\n')
                 .next()
                 .unwrap_or("")
                 .to_string()
-                + text[at.min(text.len())..].split('\n').next().unwrap_or("");
+                + text
+                    .get(at..)
+                    .unwrap_or("")
+                    .split('\n')
+                    .next()
+                    .unwrap_or("");
             let field = line
                 .split_once('=')
                 .map(|(k, _)| k.trim().to_string())
