@@ -296,137 +296,23 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             target(LogKind::Clat, &lo.lat_prefix, lo.disable_clat);
             target(LogKind::Bw, &lo.bw_prefix, false);
             target(LogKind::Iops, &lo.iops_prefix, false);
-            let nr_cpus = opts.nr_cpus.max(1);
-            let cpu = match &spec.cpus_allowed {
-                Some(list) if !list.is_empty() => list[c as usize % list.len()] % nr_cpus,
-                _ => {
-                    let cpu = cpu_rr % nr_cpus;
-                    cpu_rr += 1;
-                    cpu
-                }
-            };
-            // Where the kernel may run the clone's thread: its one CPU with
-            // `split`, else the whole set (or every CPU).
-            let cpus_allowed = match &spec.cpus_allowed {
-                Some(list) if !list.is_empty() && !spec.cpus_allowed_split => {
-                    let mut v: Vec<u32> = list.iter().map(|c| c % nr_cpus).collect();
-                    v.dedup();
-                    v
-                }
-                Some(list) if !list.is_empty() => vec![cpu],
-                _ => (0..nr_cpus).collect(),
-            };
-            let base = spec.randseed.unwrap_or(0);
-            clones.push(JobConfig {
-                cpus_allowed,
-                engine: spec.ioengine,
-                fixedbufs: spec.fixedbufs && spec.ioengine == crate::fio::IoEngine::IoUring,
-                name: spec.name.clone(),
-                job_index: k as u32,
-                group: barrier,
-                rw: spec.rw,
-                rwmixread: spec.rwmixread,
-                bs: [spec.bs.read, spec.bs.write],
-                bs_dist: [spec.bs_dist[0].clone(), spec.bs_dist[1].clone()],
-                blockalign: [spec.blockalign[0], spec.blockalign[1]],
-                seq_nr: spec.rw_seq_nr,
-                seq_add: spec.rw_seq_add,
-                offset,
-                size,
-                // fio: `io_size` bytes (default: the region) per loop.
-                io_limit: spec
-                    .io_size
-                    .unwrap_or(size)
-                    .saturating_mul(u64::from(spec.loops)),
-                number_ios: spec.number_ios,
-                runtime: spec.runtime_ns,
-                time_based,
-                ramp_time: spec.ramp_time_ns,
-                start_delay: spec.start_delay_ns,
-                // Offloaded, every worker has an I/O in flight, even with a
-                // synchronous engine (fio caps the depth at 1 only inline).
-                depth: if spec.offload {
-                    spec.iodepth.max(1)
-                } else {
-                    spec.ioengine.max_in_flight(spec.iodepth)
+            let (cpu, cpus_allowed) = clone_cpus(spec, c, opts.nr_cpus, &mut cpu_rr);
+            clones.push(clone_config(
+                spec,
+                opts,
+                Placement {
+                    job_index: k as u32,
+                    idx,
+                    group: barrier,
+                    offset,
+                    size,
+                    cpu,
+                    cpus_allowed,
+                    cgroup,
+                    ioprio,
+                    time_based,
                 },
-                async_engine: spec.ioengine.is_async(),
-                cpu,
-                pid: 1000 + idx,
-                ioprio,
-                cgroup,
-                seed: splitmix(
-                    opts.seed ^ splitmix(base) ^ (idx as u64).wrapping_mul(0xA24B_AED4_963E_E407),
-                ),
-                norandommap: spec.norandommap,
-                random_dist: spec.random_distribution.clone(),
-                batch_submit: if spec.ioengine.is_async() && !spec.offload {
-                    spec.iodepth_batch_submit.max(1)
-                } else {
-                    1
-                },
-                // Offloaded, each worker submits its one I/O alone.
-                plugs: !spec.offload
-                    && matches!(
-                        spec.ioengine,
-                        crate::fio::IoEngine::Libaio | crate::fio::IoEngine::IoUring
-                    ),
-                offload: spec.offload,
-                phase_clock: spec.verify.as_ref().map(|_| Default::default()),
-                fsync_blocks: {
-                    let n = match (spec.fsync_blocks, spec.fdatasync_blocks) {
-                        (0, d) => d,
-                        (f, 0) => f,
-                        (f, d) => f.min(d),
-                    };
-                    // O_SYNC with a synchronous engine: generic_write_sync flushes
-                    // after every write.
-                    if spec.sync && !spec.ioengine.is_async() {
-                        1
-                    } else {
-                        n
-                    }
-                },
-                end_fsync: spec.end_fsync || spec.fsync_on_close,
-                fua_writes: spec.sync,
-                buffered: !spec.direct && spec.ioengine != IoEngine::Null,
-                invalidate: spec.invalidate,
-                // fio's td_io_open_file: posix_fadvise on the job's region.
-                fadvise: match spec.fadvise_hint.as_str() {
-                    "0" => Advice::Normal,
-                    "random" => Advice::Random,
-                    "sequential" => Advice::Sequential,
-                    _ if spec.rw.is_random() => Advice::Random,
-                    _ => Advice::Sequential,
-                },
-                submit_cost_ns: match &opts.host.cpus {
-                    // The null engine: fio's own work only.
-                    Some(h) if spec.ioengine == IoEngine::Null => h.costs.fio_io_ns,
-                    // On a host model the thread's work before the lock (fio, the
-                    // system call, the engine) is what fio sees as slat.
-                    Some(h) => host_submit_ns(&h.costs, spec.ioengine, spec.fixedbufs),
-                    None => opts
-                        .submit_ns
-                        .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
-                },
-                thinktime: spec.thinktime,
-                rate: spec.rate,
-                verify: spec.verify.as_ref().map(|v| crate::job::VerifyConfig {
-                    pass_bytes: spec.io_size.unwrap_or(size),
-                    passes: spec.loops.max(1),
-                    backlog: v.backlog,
-                    batch: if v.backlog_batch > 0 {
-                        v.backlog_batch
-                    } else {
-                        v.backlog
-                    },
-                    sorted: spec.norandommap
-                        || spec.rw_seq_add != 0
-                        || spec.rw_seq_nr > 1
-                        || spec.io_size.is_some_and(|n| n > size),
-                    only: v.only,
-                }),
-            });
+            ));
         }
         jobs.push(Resolved {
             spec: spec.clone(),
@@ -447,6 +333,176 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         expected_ns,
         expected_bytes,
     })
+}
+
+/// The CPU clone `c` starts on (`cpus_allowed` in turn, else the next CPU
+/// round-robin) and the CPUs the kernel may run its thread on: its one CPU
+/// with `split`, else the whole set (or every CPU).
+fn clone_cpus(spec: &JobSpec, c: u32, nr_cpus: u32, cpu_rr: &mut u32) -> (u32, Vec<u32>) {
+    let nr_cpus = nr_cpus.max(1);
+    let cpu = match &spec.cpus_allowed {
+        Some(list) if !list.is_empty() => list[c as usize % list.len()] % nr_cpus,
+        _ => {
+            let cpu = *cpu_rr % nr_cpus;
+            *cpu_rr += 1;
+            cpu
+        }
+    };
+    // Where the kernel may run the clone's thread: its one CPU with
+    // `split`, else the whole set (or every CPU).
+    let cpus_allowed = match &spec.cpus_allowed {
+        Some(list) if !list.is_empty() && !spec.cpus_allowed_split => {
+            let mut v: Vec<u32> = list.iter().map(|c| c % nr_cpus).collect();
+            v.dedup();
+            v
+        }
+        Some(list) if !list.is_empty() => vec![cpu],
+        _ => (0..nr_cpus).collect(),
+    };
+    (cpu, cpus_allowed)
+}
+
+/// Where one clone sits: its job, index, group, region, CPUs, cgroup and
+/// priority, as the plan resolved them.
+struct Placement {
+    job_index: u32,
+    idx: u32,
+    group: u32,
+    offset: u64,
+    size: u64,
+    cpu: u32,
+    cpus_allowed: Vec<u32>,
+    cgroup: CgroupId,
+    ioprio: IoPrio,
+    time_based: bool,
+}
+
+/// One clone of `spec` as the simulator runs it: fio's options resolved
+/// (depth, batching, fsync, page-cache advice, submission cost, verification).
+fn clone_config(spec: &JobSpec, opts: &RunOptions, p: Placement) -> JobConfig {
+    let Placement {
+        job_index,
+        idx,
+        group,
+        offset,
+        size,
+        cpu,
+        cpus_allowed,
+        cgroup,
+        ioprio,
+        time_based,
+    } = p;
+    let base = spec.randseed.unwrap_or(0);
+    JobConfig {
+        cpus_allowed,
+        engine: spec.ioengine,
+        fixedbufs: spec.fixedbufs && spec.ioengine == crate::fio::IoEngine::IoUring,
+        name: spec.name.clone(),
+        job_index,
+        group,
+        rw: spec.rw,
+        rwmixread: spec.rwmixread,
+        bs: [spec.bs.read, spec.bs.write],
+        bs_dist: [spec.bs_dist[0].clone(), spec.bs_dist[1].clone()],
+        blockalign: [spec.blockalign[0], spec.blockalign[1]],
+        seq_nr: spec.rw_seq_nr,
+        seq_add: spec.rw_seq_add,
+        offset,
+        size,
+        // fio: `io_size` bytes (default: the region) per loop.
+        io_limit: spec
+            .io_size
+            .unwrap_or(size)
+            .saturating_mul(u64::from(spec.loops)),
+        number_ios: spec.number_ios,
+        runtime: spec.runtime_ns,
+        time_based,
+        ramp_time: spec.ramp_time_ns,
+        start_delay: spec.start_delay_ns,
+        // Offloaded, every worker has an I/O in flight, even with a
+        // synchronous engine (fio caps the depth at 1 only inline).
+        depth: if spec.offload {
+            spec.iodepth.max(1)
+        } else {
+            spec.ioengine.max_in_flight(spec.iodepth)
+        },
+        async_engine: spec.ioengine.is_async(),
+        cpu,
+        pid: 1000 + idx,
+        ioprio,
+        cgroup,
+        seed: splitmix(
+            opts.seed ^ splitmix(base) ^ (idx as u64).wrapping_mul(0xA24B_AED4_963E_E407),
+        ),
+        norandommap: spec.norandommap,
+        random_dist: spec.random_distribution.clone(),
+        batch_submit: if spec.ioengine.is_async() && !spec.offload {
+            spec.iodepth_batch_submit.max(1)
+        } else {
+            1
+        },
+        // Offloaded, each worker submits its one I/O alone.
+        plugs: !spec.offload
+            && matches!(
+                spec.ioengine,
+                crate::fio::IoEngine::Libaio | crate::fio::IoEngine::IoUring
+            ),
+        offload: spec.offload,
+        phase_clock: spec.verify.as_ref().map(|_| Default::default()),
+        fsync_blocks: {
+            let n = match (spec.fsync_blocks, spec.fdatasync_blocks) {
+                (0, d) => d,
+                (f, 0) => f,
+                (f, d) => f.min(d),
+            };
+            // O_SYNC with a synchronous engine: generic_write_sync flushes
+            // after every write.
+            if spec.sync && !spec.ioengine.is_async() {
+                1
+            } else {
+                n
+            }
+        },
+        end_fsync: spec.end_fsync || spec.fsync_on_close,
+        fua_writes: spec.sync,
+        buffered: !spec.direct && spec.ioengine != IoEngine::Null,
+        invalidate: spec.invalidate,
+        // fio's td_io_open_file: posix_fadvise on the job's region.
+        fadvise: match spec.fadvise_hint.as_str() {
+            "0" => Advice::Normal,
+            "random" => Advice::Random,
+            "sequential" => Advice::Sequential,
+            _ if spec.rw.is_random() => Advice::Random,
+            _ => Advice::Sequential,
+        },
+        submit_cost_ns: match &opts.host.cpus {
+            // The null engine: fio's own work only.
+            Some(h) if spec.ioengine == IoEngine::Null => h.costs.fio_io_ns,
+            // On a host model the thread's work before the lock (fio, the
+            // system call, the engine) is what fio sees as slat.
+            Some(h) => host_submit_ns(&h.costs, spec.ioengine, spec.fixedbufs),
+            None => opts
+                .submit_ns
+                .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
+        },
+        thinktime: spec.thinktime,
+        rate: spec.rate,
+        verify: spec.verify.as_ref().map(|v| crate::job::VerifyConfig {
+            pass_bytes: spec.io_size.unwrap_or(size),
+            passes: spec.loops.max(1),
+            backlog: v.backlog,
+            batch: if v.backlog_batch > 0 {
+                v.backlog_batch
+            } else {
+                v.backlog
+            },
+            sorted: spec.norandommap
+                || spec.rw_seq_add != 0
+                || spec.rw_seq_nr > 1
+                || spec.io_size.is_some_and(|n| n > size),
+            only: v.only,
+        }),
+    }
 }
 
 /// A device filename (under `/dev/`) names the simulated device: the disk
@@ -1112,20 +1168,9 @@ pub fn ctime(epoch: u64) -> String {
     )
 }
 
-/// Run a planned simulation and build fio's report. `progress` is called now and then
-/// with the virtual time and the bytes completed so far.
-pub fn run(
-    input: &FioInput,
-    opts: &RunOptions,
-    plan: Plan,
-    progress: Option<&mut dyn FnMut(Ns, u64)>,
-) -> Result<RunReport, RunError> {
-    let device = opts.device.build();
-    let n = plan.clones.len();
-    let async_engine = plan.clones.iter().map(|c| c.async_engine).collect();
-    let mut sim = Simulation::new(&plan.sim, device, plan.clones.clone())?;
-    // How each clone reaps completions (fio's `iodepth_batch_complete_min` /
-    // `_max`); a synchronous engine completes each I/O in its system call.
+/// How each clone reaps completions (fio's `iodepth_batch_complete_min` /
+/// `_max`); a synchronous engine completes each I/O in its system call.
+fn set_reaping(sim: &mut Simulation, plan: &Plan) {
     for r in &plan.jobs {
         if r.spec.ioengine.is_async() {
             for c in r.clones.clone() {
@@ -1137,17 +1182,17 @@ pub fn run(
             }
         }
     }
-    let tunables: Vec<(String, String)> = sim
-        .elevator()
-        .tunables()
-        .iter()
-        .map(|t| {
-            let v = sim.elevator().get_tunable(t.name).unwrap_or_default();
-            (t.name.to_string(), v)
-        })
-        .collect();
-    // The log files: created before the run (so a bad path fails at once) as
-    // temporaries, moved into place once everything has succeeded.
+}
+
+/// Per clone, the logs it writes and their paths, and the files they go to:
+/// created before the run (so a bad path fails at once) as temporaries, moved
+/// into place once everything has succeeded.
+#[allow(clippy::type_complexity)]
+fn open_logs(
+    opts: &RunOptions,
+    plan: &Plan,
+) -> Result<(Vec<Option<JobLogs>>, Vec<Vec<String>>, Option<LogFiles>), RunError> {
+    let n = plan.clones.len();
     let mut logs: Vec<Option<JobLogs>> = (0..n).map(|_| None).collect();
     let mut log_paths: Vec<Vec<String>> = vec![Vec::new(); n];
     let log_files = if opts.write_logs && !plan.logs.is_empty() {
@@ -1171,6 +1216,170 @@ pub fn run(
     } else {
         None
     };
+    Ok((logs, log_paths, log_files))
+}
+
+/// The report's header lines: the run's settings, the scheduler's tunables,
+/// the options ignored (returned, for the JSON too), fio's warnings, an
+/// interruption.
+fn report_header<'a>(
+    report: &mut RunReport,
+    input: &'a FioInput,
+    opts: &RunOptions,
+    plan: &Plan,
+    tunables: &[(String, String)],
+    interrupted: bool,
+    end: Ns,
+) -> Vec<&'a str> {
+    let tun_text = tunables
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    report.header.push(format!(
+        "iosched {}: device={} scheduler={} hz={} seed={} host={} cpus={}{}",
+        env!("CARGO_PKG_VERSION"),
+        opts.device.name,
+        plan.scheduler,
+        opts.hz,
+        opts.seed,
+        opts.host.name,
+        opts.nr_cpus,
+        if opts.host.is_free() {
+            format!(
+                " submit_ns={}",
+                opts.submit_ns
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "engine-default".into())
+            )
+        } else {
+            String::new()
+        }
+    ));
+    if !tun_text.is_empty() {
+        report
+            .header
+            .push(format!("iosched: {} tunables: {tun_text}", plan.scheduler));
+    }
+    // `invalidate` acts on buffered jobs only.
+    let buffered = input.jobs.iter().any(|j| !j.direct);
+    let ignored: Vec<&str> = input
+        .ignored
+        .iter()
+        .map(String::as_str)
+        .filter(|o| !(buffered && (*o == "invalidate" || *o == "fadvise_hint")))
+        .collect();
+    if !ignored.is_empty() {
+        report.header.push(format!(
+            "iosched: ignored options (no effect on simulated I/O): {}",
+            ignored.join(", ")
+        ));
+    }
+    for w in &input.warnings {
+        report.header.push(format!("iosched: warning: {w}"));
+    }
+    if interrupted {
+        report.header.push(format!(
+            "iosched: interrupted at {:.3} s of simulated time: the report covers what was simulated until then; no log files were written",
+            end.0 as f64 / 1e9
+        ));
+    }
+    ignored
+}
+
+/// One report entry per clone, or per reporting group when any job in it
+/// asks for group_reporting (fio sums the whole group).
+fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobResult> {
+    let mut out = Vec::new();
+    let mut done_groups = Vec::new();
+    for r in &plan.jobs {
+        let group_reporting = plan
+            .jobs
+            .iter()
+            .any(|o| o.groupid == r.groupid && o.spec.group_reporting);
+        let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns| {
+            jr.job_options = spec.options.clone();
+            jr.rw = spec.rw.as_str().to_string();
+            let range = |i: usize, bs: u64| match &spec.bs_dist[i] {
+                Some(d) => (d.min(), d.max()),
+                None => (bs, bs),
+            };
+            jr.bs = [
+                range(0, spec.bs.read),
+                range(1, spec.bs.write),
+                range(2, spec.bs.trim),
+            ];
+            jr.ioengine = spec.ioengine.as_str().to_string();
+            jr.iodepth = spec.iodepth;
+            jr.latency_depth = spec.iodepth;
+            if let Some(p) = &spec.percentile_list {
+                jr.percentile_list = p.clone();
+            }
+            jr.thread = spec.thread;
+            jr.apply_report_options(&spec.report);
+            jr.job_start_ms = opts.epoch_secs * 1000;
+            jr.elapsed_secs = end.0.div_ceil(1_000_000_000);
+            jr
+        };
+        if group_reporting {
+            if done_groups.contains(&r.groupid) {
+                continue;
+            }
+            done_groups.push(r.groupid);
+            let members: Vec<&Resolved> = plan
+                .jobs
+                .iter()
+                .filter(|o| o.groupid == r.groupid)
+                .collect();
+            let parts: Vec<&JobStats> = members
+                .iter()
+                .flat_map(|m| m.clones.clone())
+                .filter_map(|c| col.stats[c].as_ref())
+                .collect();
+            let end = members
+                .iter()
+                .flat_map(|m| m.clones.clone())
+                .map(|c| col.ends[c])
+                .max()
+                .unwrap_or_default();
+            let mut jr = JobResult::new(&r.spec.name, r.groupid, JobStats::merged(parts));
+            jr.pid = 1000 + r.clones.start as u32;
+            out.push(fill(jr, &r.spec, end));
+        } else {
+            for c in r.clones.clone() {
+                let stats = col.stats[c].clone().unwrap_or_default();
+                let mut jr = JobResult::new(&r.spec.name, r.groupid, stats);
+                jr.pid = 1000 + c as u32;
+                out.push(fill(jr, &r.spec, col.ends[c]));
+            }
+        }
+    }
+    out
+}
+
+/// Run a planned simulation and build fio's report. `progress` is called now and then
+/// with the virtual time and the bytes completed so far.
+pub fn run(
+    input: &FioInput,
+    opts: &RunOptions,
+    plan: Plan,
+    progress: Option<&mut dyn FnMut(Ns, u64)>,
+) -> Result<RunReport, RunError> {
+    let device = opts.device.build();
+    let n = plan.clones.len();
+    let async_engine = plan.clones.iter().map(|c| c.async_engine).collect();
+    let mut sim = Simulation::new(&plan.sim, device, plan.clones.clone())?;
+    set_reaping(&mut sim, &plan);
+    let tunables: Vec<(String, String)> = sim
+        .elevator()
+        .tunables()
+        .iter()
+        .map(|t| {
+            let v = sim.elevator().get_tunable(t.name).unwrap_or_default();
+            (t.name.to_string(), v)
+        })
+        .collect();
+    let (logs, log_paths, log_files) = open_logs(opts, &plan)?;
     let mut col = Collector {
         recorders: (0..n).map(|_| None).collect(),
         stats: vec![None; n],
@@ -1234,125 +1443,17 @@ pub fn run(
         global_options: input.global.clone(),
         ..Default::default()
     };
-    let tun_text = tunables
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    report.header.push(format!(
-        "iosched {}: device={} scheduler={} hz={} seed={} host={} cpus={}{}",
-        env!("CARGO_PKG_VERSION"),
-        opts.device.name,
-        plan.scheduler,
-        opts.hz,
-        opts.seed,
-        opts.host.name,
-        opts.nr_cpus,
-        if opts.host.is_free() {
-            format!(
-                " submit_ns={}",
-                opts.submit_ns
-                    .map(|n| n.to_string())
-                    .unwrap_or_else(|| "engine-default".into())
-            )
-        } else {
-            String::new()
-        }
-    ));
-    if !tun_text.is_empty() {
-        report
-            .header
-            .push(format!("iosched: {} tunables: {tun_text}", plan.scheduler));
-    }
-    // `invalidate` acts on buffered jobs only.
-    let buffered = input.jobs.iter().any(|j| !j.direct);
-    let ignored: Vec<&str> = input
-        .ignored
-        .iter()
-        .map(String::as_str)
-        .filter(|o| !(buffered && (*o == "invalidate" || *o == "fadvise_hint")))
-        .collect();
-    if !ignored.is_empty() {
-        report.header.push(format!(
-            "iosched: ignored options (no effect on simulated I/O): {}",
-            ignored.join(", ")
-        ));
-    }
-    for w in &input.warnings {
-        report.header.push(format!("iosched: warning: {w}"));
-    }
-    if interrupted {
-        report.header.push(format!(
-            "iosched: interrupted at {:.3} s of simulated time: the report covers what was simulated until then; no log files were written",
-            summary.end.0 as f64 / 1e9
-        ));
-    }
+    let ignored = report_header(
+        &mut report,
+        input,
+        opts,
+        &plan,
+        &tunables,
+        interrupted,
+        summary.end,
+    );
 
-    // One entry per clone, or per reporting group when any job in it asks for
-    // group_reporting (fio sums the whole group).
-    let mut done_groups = Vec::new();
-    for r in &plan.jobs {
-        let group_reporting = plan
-            .jobs
-            .iter()
-            .any(|o| o.groupid == r.groupid && o.spec.group_reporting);
-        let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns| {
-            jr.job_options = spec.options.clone();
-            jr.rw = spec.rw.as_str().to_string();
-            let range = |i: usize, bs: u64| match &spec.bs_dist[i] {
-                Some(d) => (d.min(), d.max()),
-                None => (bs, bs),
-            };
-            jr.bs = [
-                range(0, spec.bs.read),
-                range(1, spec.bs.write),
-                range(2, spec.bs.trim),
-            ];
-            jr.ioengine = spec.ioengine.as_str().to_string();
-            jr.iodepth = spec.iodepth;
-            jr.latency_depth = spec.iodepth;
-            if let Some(p) = &spec.percentile_list {
-                jr.percentile_list = p.clone();
-            }
-            jr.thread = spec.thread;
-            jr.apply_report_options(&spec.report);
-            jr.job_start_ms = opts.epoch_secs * 1000;
-            jr.elapsed_secs = end.0.div_ceil(1_000_000_000);
-            jr
-        };
-        if group_reporting {
-            if done_groups.contains(&r.groupid) {
-                continue;
-            }
-            done_groups.push(r.groupid);
-            let members: Vec<&Resolved> = plan
-                .jobs
-                .iter()
-                .filter(|o| o.groupid == r.groupid)
-                .collect();
-            let parts: Vec<&JobStats> = members
-                .iter()
-                .flat_map(|m| m.clones.clone())
-                .filter_map(|c| col.stats[c].as_ref())
-                .collect();
-            let end = members
-                .iter()
-                .flat_map(|m| m.clones.clone())
-                .map(|c| col.ends[c])
-                .max()
-                .unwrap_or_default();
-            let mut jr = JobResult::new(&r.spec.name, r.groupid, JobStats::merged(parts));
-            jr.pid = 1000 + r.clones.start as u32;
-            report.jobs.push(fill(jr, &r.spec, end));
-        } else {
-            for c in r.clones.clone() {
-                let stats = col.stats[c].clone().unwrap_or_default();
-                let mut jr = JobResult::new(&r.spec.name, r.groupid, stats);
-                jr.pid = 1000 + c as u32;
-                report.jobs.push(fill(jr, &r.spec, col.ends[c]));
-            }
-        }
-    }
+    report.jobs = job_entries(&plan, &col, opts);
     report.compute_groups();
 
     let d = &summary.disk;
