@@ -1242,7 +1242,7 @@ impl Job {
             VerifyPhase::Drain => self.vphase = VerifyPhase::Verify,
             VerifyPhase::Verify => {}
         }
-        if let Some((off, len)) = self.vlog.as_mut().and_then(|l| l.next()) {
+        if let Some((off, len)) = self.vlog.as_mut().and_then(|l| l.take_next()) {
             return Some(Some(self.verify_read(now, job_idx, off, len)));
         }
         if self.inflight > 0 {
@@ -1287,7 +1287,7 @@ impl Job {
         if !get {
             return None;
         }
-        let p = log.next()?;
+        let p = log.take_next()?;
         self.verify_batch -= 1;
         Some(p)
     }

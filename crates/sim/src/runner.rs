@@ -542,7 +542,7 @@ fn check_alignment(spec: &JobSpec) -> Result<(), RunError> {
             }
         }
     }
-    if spec.offset % 512 != 0 {
+    if !spec.offset.is_multiple_of(512) {
         return Err(job_err(
             spec,
             format!("offset={} is not a multiple of 512 bytes", spec.offset),

@@ -127,7 +127,7 @@ impl VerifyLog {
     /// the lowest offset, once its write has completed (fio's
     /// `get_next_verify`; the list waits for its front, the tree skips
     /// pieces in flight).
-    pub fn next(&mut self) -> Option<(u64, u32)> {
+    pub fn take_next(&mut self) -> Option<(u64, u32)> {
         let p = if self.sorted {
             let key = self.tree.values().find(|p| p.writer.is_none())?.offset;
             self.tree.remove(&key)?
@@ -151,12 +151,12 @@ mod tests {
         let mut l = VerifyLog::new(false, 4);
         l.log(Some(0), 8192, 4096);
         l.log(Some(1), 0, 4096);
-        assert_eq!(l.next(), None, "the front write is in flight");
+        assert_eq!(l.take_next(), None, "the front write is in flight");
         l.written(1);
-        assert_eq!(l.next(), None, "still waiting for the front");
+        assert_eq!(l.take_next(), None, "still waiting for the front");
         l.written(0);
-        assert_eq!(l.next(), Some((8192, 4096)));
-        assert_eq!(l.next(), Some((0, 4096)));
+        assert_eq!(l.take_next(), Some((8192, 4096)));
+        assert_eq!(l.take_next(), Some((0, 4096)));
         assert!(l.is_empty());
     }
 
@@ -169,9 +169,9 @@ mod tests {
         l.log(Some(2), 4096, 4096);
         assert_eq!(l.len(), 2);
         // The piece in flight is skipped, the next completed one read.
-        assert_eq!(l.next(), Some((8192, 4096)));
+        assert_eq!(l.take_next(), Some((8192, 4096)));
         l.written(2);
-        assert_eq!(l.next(), Some((4096, 4096)));
-        assert_eq!(l.next(), None);
+        assert_eq!(l.take_next(), Some((4096, 4096)));
+        assert_eq!(l.take_next(), None);
     }
 }

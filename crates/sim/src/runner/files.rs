@@ -177,7 +177,7 @@ pub fn lay_out(
                 k,
                 format!(
                     "file {} ({len} bytes at byte {start}) does not fit on the device \
-                     ({capacity} bytes): the run's files are laid out one after another",
+                     (capacity {capacity} bytes): the run's files are laid out one after another",
                     f.name
                 ),
             ));
