@@ -488,6 +488,40 @@ fn wrap(x: u64, m: u64) -> u64 {
 }
 
 impl SeekCurve {
+    /// A seek distance from which on every seek takes at least `t` ns (as
+    /// [`Hdd::positioning_at`] truncates it), if the curve never falls with
+    /// distance: a scan for the cheapest command skips the commands farther away
+    /// than that once it has one costing `t`.
+    fn reach(&self, t: u64) -> Option<u32> {
+        if self.b < 0.0 || self.e < 0.0 {
+            return None;
+        }
+        let tf = t as f64;
+        let guess = if tf <= self.c + self.e * self.boundary {
+            if self.b > 0.0 {
+                ((tf - self.a) / self.b).max(0.0).powi(2)
+            } else {
+                1.0
+            }
+        } else if self.e > 0.0 {
+            (tf - self.c) / self.e
+        } else {
+            return None;
+        };
+        if !guess.is_finite() || guess >= f64::from(u32::MAX) {
+            return None;
+        }
+        // The guess is within rounding of the answer: step up until it holds.
+        let mut d = (guess as u32).max(1);
+        for _ in 0..64 {
+            if self.eval(d) as u64 >= t {
+                return Some(d);
+            }
+            d = d.checked_add(1)?;
+        }
+        None
+    }
+
     fn eval(&self, d: u32) -> f64 {
         if d == 0 {
             0.0
@@ -947,11 +981,18 @@ impl Hdd {
         }
         if best.is_none() {
             let angle = self.angle_at(t.add(self.overhead_ns));
+            // Commands whose seek alone costs the best total so far cannot win
+            // (ties go to the earlier command): skip them without pricing them.
+            let mut reach: Option<u32> = None;
             for (i, c) in self.queue.iter().enumerate() {
                 if c.kind == Kind::CachedWrite {
                     continue;
                 }
-                let cost = if self.continues_stream(c) {
+                let streams = self.continues_stream(c);
+                if !streams && reach.is_some_and(|r| self.head_cyl.abs_diff(c.pos.cyl) >= r) {
+                    continue;
+                }
+                let cost = if streams {
                     let st = self.stream.as_ref().expect("stream");
                     st.ready_at(c.lba + c.n as u64).since(t)
                 } else {
@@ -959,6 +1000,10 @@ impl Hdd {
                 };
                 if best.is_none_or(|b| cost < b.0) {
                     best = Some((cost, i, false));
+                    reach = cost
+                        .checked_sub(self.overhead_ns)
+                        .filter(|&b| b > 0)
+                        .and_then(|b| self.seek.reach(b));
                 }
             }
             if destage_ok {
@@ -1210,6 +1255,35 @@ impl Device for Hdd {
                 self.flush = None;
             }
             done.push(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `reach` is the shortest distance whose seek takes at least the time asked,
+    /// checked against every distance of each built-in disk's curve.
+    #[test]
+    fn seek_reach_is_the_first_distance_that_long() {
+        for prof in crate::profiles() {
+            let crate::ProfileKind::Hdd(p) = &prof.kind else {
+                continue;
+            };
+            let curve = SeekCurve::fit(p).unwrap();
+            let cyls = p.cylinders;
+            let times: Vec<u64> = (1..cyls).map(|d| curve.eval(d) as u64).collect();
+            for t in [
+                1, 500_000, 1_000_000, 2_500_000, 5_000_000, 9_000_000, 14_000_000,
+            ] {
+                let want = times.iter().position(|&x| x >= t).map(|i| i as u32 + 1);
+                match curve.reach(t) {
+                    Some(d) if d < cyls => assert_eq!(Some(d), want, "{} t={t}", prof.name),
+                    Some(_) => assert!(want.is_none(), "{} t={t}", prof.name),
+                    None => assert!(curve.b < 0.0 || curve.e < 0.0 || want.is_none()),
+                }
+            }
         }
     }
 }

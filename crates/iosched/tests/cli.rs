@@ -403,6 +403,59 @@ fn compare_runs_every_combination_and_draws_a_chart() {
     assert!(v[0]["read"]["iops"].as_f64().unwrap() > 0.0);
 }
 
+/// `--seeds N`: a setting with a large effect (how many requests mq-deadline may
+/// hold for the disk to reorder) is beyond the seed-to-seed spread; one that
+/// cannot matter (`writes_starved` for a job without writes) is within it.
+#[test]
+fn compare_with_seeds_tells_an_effect_from_seed_noise() {
+    let f = job_file(
+        "cmp-seeds.fio",
+        "[r]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=32\ndirect=1\nsize=1g\nruntime=2\ntime_based\n",
+    );
+    let run = |vary: &str, fmt: &str| {
+        iosched(&[
+            "compare",
+            &f,
+            "--device",
+            "hdd-7200",
+            "--sched",
+            "mq-deadline",
+            "--seeds",
+            "4",
+            "--vary",
+            vary,
+            "--output-format",
+            fmt,
+        ])
+    };
+    let o = run("blk.nr_requests=4,64", "normal");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.starts_with("4 seeds per variant"), "{s}");
+    let line = s
+        .lines()
+        .find(|l| l.contains("blk.nr_requests=64") && l.contains(" read "))
+        .unwrap();
+    assert!(line.ends_with("larger than the seed-to-seed spread"), "{s}");
+    let j = run("mq-deadline.writes_starved=2,3", "json");
+    assert!(j.status.success(), "{}", stderr(&j));
+    let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["seeds"], 4);
+    assert!(
+        rows[0]["read_iops"]["ci95"].as_f64().unwrap() > 0.0,
+        "seeds differ"
+    );
+    let vs = &rows[1]["vs_first"]["read_iops"];
+    assert_eq!(vs["delta"].as_f64(), Some(0.0), "{v}");
+    assert_eq!(vs["beyond_spread"], false);
+    assert_bad(
+        &iosched(&["compare", &f, "--vary", "sched=none,bfq", "--seeds", "0"]),
+        &["--seeds 0"],
+    );
+}
+
 #[test]
 fn compare_rejects_bad_variations_before_running() {
     let f = job_file("cmp-bad.fio", SMALL);

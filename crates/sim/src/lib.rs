@@ -22,6 +22,7 @@ pub mod pagecache;
 pub mod report;
 pub mod runner;
 pub mod simulate;
+pub mod spread;
 pub mod stats;
 pub mod verify;
 

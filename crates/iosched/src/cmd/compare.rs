@@ -3,6 +3,10 @@
 //! This is how a seed patch's experiment is reproduced with one command: the same job,
 //! the same seed, run once per variant (e.g. `mq-deadline.variant=mainline,head-request`),
 //! with the figures the patch mail quotes in one table and, on request, a chart.
+//! With `--seeds N` every variant runs under N run seeds, and the table gives each
+//! figure's mean and 95 % interval and says, for every variant against the first,
+//! whether the difference is larger than the seed-to-seed spread
+//! ([`sim::spread`]).
 
 use super::plot;
 use super::sim_opts::{parse_set, progress_bar, run_options, run_ticking, SimArgs, Work};
@@ -17,7 +21,7 @@ use std::io::Write as _;
 /// table of IOPS, bandwidth, latency and merges per variant.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  iosched compare examples/seeds/0-mq-deadline-head-request.fio --device raid0-2x-mg04aca400n --set mq-deadline.fifo_batch=1 --vary mq-deadline.variant=mainline,head-request\n  iosched compare examples/randread-4k.fio --vary sched=none,mq-deadline --vary device=ideal,ideal-sq --plot cmp.svg"
+    after_help = "Examples:\n  iosched compare examples/seeds/0-mq-deadline-head-request.fio --device raid0-2x-mg04aca400n --set mq-deadline.fifo_batch=1 --vary mq-deadline.variant=mainline,head-request\n  iosched compare examples/randread-4k.fio --vary sched=none,mq-deadline --vary device=ideal,ideal-sq --plot cmp.svg\n  iosched compare examples/randread-4k.fio --device hdd-7200 --vary sched=none,mq-deadline --seeds 5"
 )]
 pub struct Args {
     /// The fio job file.
@@ -32,9 +36,18 @@ pub struct Args {
     /// `normal` (a table) or `json`.
     #[arg(long, value_name = "FORMAT", default_value = "normal")]
     pub output_format: String,
+    /// Run every variant under N run seeds (`--seed`, `--seed`+1, ...): figures
+    /// become means with 95 % intervals, and each variant is tested against the
+    /// first for a difference larger than the seed-to-seed spread.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seeds: u32,
     #[command(flatten)]
     pub sim: SimArgs,
 }
+
+/// Most seeds per variant: enough for any interval, small enough that a typo does
+/// not start a million runs.
+const MAX_SEEDS: u32 = 1000;
 
 /// One axis of variation.
 struct Axis {
@@ -129,10 +142,26 @@ pub fn run(args: Args) -> Result<()> {
     if axes.is_empty() {
         bail!("nothing to compare: give at least one --vary KEY=V1,V2");
     }
+    if args.seeds == 0 || args.seeds > MAX_SEEDS {
+        bail!("--seeds {}: expected 1 to {MAX_SEEDS}", args.seeds);
+    }
+    let first_seed = args.sim.seed.unwrap_or(sim::runner::DEFAULT_SEED);
+    if first_seed.checked_add(u64::from(args.seeds - 1)).is_none() {
+        bail!(
+            "--seed {first_seed} --seeds {}: the seeds overflow",
+            args.seeds
+        );
+    }
     // Check every combination before running any, so a typo fails at once.
     let mut runs = Vec::new();
-    for combo in combinations(&axes) {
+    for (combo, seed) in combinations(&axes)
+        .into_iter()
+        .flat_map(|c| (0..args.seeds).map(move |i| (c.clone(), first_seed + u64::from(i))))
+    {
         let mut sa = args.sim.clone();
+        if args.seeds > 1 {
+            sa.seed = Some(seed);
+        }
         let mut label = Vec::new();
         for (k, v) in &combo {
             match k.as_str() {
@@ -181,6 +210,9 @@ pub fn run(args: Args) -> Result<()> {
         .into_iter()
         .map(|r| r.expect("every run done"))
         .collect::<Result<_>>()?;
+    if args.seeds > 1 {
+        return print_spread(&rows, args.seeds as usize, json_out);
+    }
 
     if json_out {
         let mut v = Vec::new();
@@ -261,6 +293,166 @@ pub fn run(args: Args) -> Result<()> {
         )?;
         eprintln!("wrote {path}");
     }
+    Ok(())
+}
+
+/// One variant's figures per job over its seeds: (job, [read IOPS, read B/s,
+/// read p99 ns, write IOPS, write B/s, write p99 ns] per seed).
+type SeedFigures = Vec<(String, Vec<[f64; 6]>)>;
+
+/// The figures of `runs` (one variant's runs, one per seed), job by job.
+fn seed_figures(runs: &[Row]) -> SeedFigures {
+    let mut out: SeedFigures = Vec::new();
+    for r in runs {
+        for (k, (job, st)) in per_job(&r.report).into_iter().enumerate() {
+            let (ri, rb, _, r99) = dir_figures(&st, Dir::Read);
+            let (wi, wb, _, w99) = dir_figures(&st, Dir::Write);
+            let f = [ri, rb, r99 as f64, wi, wb, w99 as f64];
+            match out.get_mut(k) {
+                Some((_, v)) => v.push(f),
+                None => out.push((job, vec![f])),
+            }
+        }
+    }
+    out
+}
+
+/// Column `i` of every seed's figures.
+fn column(v: &[[f64; 6]], i: usize) -> Vec<f64> {
+    v.iter().map(|f| f[i]).collect()
+}
+
+/// `--seeds N`: means with intervals, and every variant against the first.
+fn print_spread(rows: &[Row], seeds: usize, json_out: bool) -> Result<()> {
+    use sim::spread::{Difference, Spread};
+    let variants: Vec<(&str, SeedFigures)> = rows
+        .chunks(seeds)
+        .map(|c| (c[0].label.as_str(), seed_figures(c)))
+        .collect();
+    let names = [
+        "read_iops",
+        "read_bw_bytes",
+        "read_clat_p99_ns",
+        "write_iops",
+        "write_bw_bytes",
+        "write_clat_p99_ns",
+    ];
+    let spread_of = |v: &[[f64; 6]], i: usize| Spread::of(&column(v, i));
+    let mut out = super::output::stdout();
+    if json_out {
+        let mut all = Vec::new();
+        for (label, jobs) in &variants {
+            for (k, (job, v)) in jobs.iter().enumerate() {
+                let mut o = serde_json::Map::new();
+                o.insert("variant".into(), json!(label));
+                o.insert("job".into(), json!(job));
+                o.insert("seeds".into(), json!(seeds));
+                for (i, n) in names.iter().enumerate() {
+                    let s = spread_of(v, i);
+                    o.insert(
+                        (*n).into(),
+                        json!({"mean": s.mean, "stddev": s.stddev, "ci95": s.ci95}),
+                    );
+                }
+                if let Some((_, base)) = variants[0].1.get(k).filter(|_| *label != variants[0].0) {
+                    let mut vs = serde_json::Map::new();
+                    for i in [0, 3] {
+                        let d = Difference::between(&spread_of(base, i), &spread_of(v, i));
+                        vs.insert(names[i].into(), json!({"delta": d.delta, "ci95": d.ci95, "beyond_spread": d.beyond_spread()}));
+                    }
+                    o.insert("vs_first".into(), serde_json::Value::Object(vs));
+                }
+                all.push(serde_json::Value::Object(o));
+            }
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+        out.flush()?;
+        return Ok(());
+    }
+    let w = variants.iter().map(|v| v.0.len()).max().unwrap_or(7).max(7);
+    let jw = variants
+        .iter()
+        .flat_map(|v| v.1.iter().map(|j| j.0.len()))
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    let pm = |s: Spread, scale: f64| {
+        format!(
+            "{:.0} ± {:.0}",
+            s.mean / scale,
+            s.ci95.unwrap_or(0.0) / scale
+        )
+    };
+    writeln!(
+        out,
+        "{seeds} seeds per variant: mean ± half-width of the 95 % interval"
+    )?;
+    writeln!(
+        out,
+        "{:<w$}  {:<jw$}  {:>16} {:>14} {:>18}  {:>16} {:>14} {:>18}",
+        "variant",
+        "job",
+        "read IOPS",
+        "read KB/s",
+        "r p99 us",
+        "write IOPS",
+        "write KB/s",
+        "w p99 us"
+    )?;
+    for (label, jobs) in &variants {
+        for (job, v) in jobs {
+            writeln!(
+                out,
+                "{:<w$}  {:<jw$}  {:>16} {:>14} {:>18}  {:>16} {:>14} {:>18}",
+                label,
+                job,
+                pm(spread_of(v, 0), 1.0),
+                pm(spread_of(v, 1), 1e3),
+                pm(spread_of(v, 2), 1e3),
+                pm(spread_of(v, 3), 1.0),
+                pm(spread_of(v, 4), 1e3),
+                pm(spread_of(v, 5), 1e3),
+            )?;
+        }
+    }
+    if variants.len() > 1 {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "against {} (Welch's 95 % interval of the difference in mean IOPS):",
+            variants[0].0
+        )?;
+        for (label, jobs) in &variants[1..] {
+            for (k, (job, v)) in jobs.iter().enumerate() {
+                let Some((_, base)) = variants[0].1.get(k) else {
+                    continue;
+                };
+                for (i, dir) in [(0, "read"), (3, "write")] {
+                    let (a, b) = (spread_of(base, i), spread_of(v, i));
+                    if a.mean == 0.0 && b.mean == 0.0 {
+                        continue;
+                    }
+                    let d = Difference::between(&a, &b);
+                    let pct = if a.mean != 0.0 {
+                        100.0 * d.delta / a.mean
+                    } else {
+                        f64::NAN
+                    };
+                    let verdict = match d.beyond_spread() {
+                        Some(true) => "larger than the seed-to-seed spread",
+                        _ => "within the seed-to-seed spread",
+                    };
+                    writeln!(
+                        out,
+                        "  {label:<w$}  {job:<jw$}  {dir:<5} {:>+10.0} ± {:<8.0} ({pct:+.1} %)  {verdict}",
+                        d.delta,
+                        d.ci95.unwrap_or(0.0),
+                    )?;
+                }
+            }
+        }
+    }
+    out.flush()?;
     Ok(())
 }
 
