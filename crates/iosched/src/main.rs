@@ -34,6 +34,8 @@ enum Command {
     Hosts(cmd::hosts::Args),
     /// Run one job under several settings and compare the results side by side.
     Compare(cmd::compare::Args),
+    /// Run a grid of settings × seeds in parallel into one table (CSV); shards, resumes.
+    Sweep(cmd::sweep::Args),
     /// Measure simulator speed and memory on built-in workloads.
     Bench(cmd::bench::Args),
     /// Replay a measured device trace (DiskSim validate format) against a device model.
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Command::Schedulers(a) => cmd::schedulers::run(a),
         Command::Hosts(a) => cmd::hosts::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::SchedReplay(a) => cmd::sched_replay::run(a),

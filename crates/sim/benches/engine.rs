@@ -1,4 +1,5 @@
-//! Criterion benchmarks of the event engine and of a whole simulated run.
+//! Criterion benchmarks of the event engine, of a whole simulated run and of
+//! `kernel-trace compare`.
 
 use blk::Ns;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
@@ -38,5 +39,27 @@ fn whole_run(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, event_queue, whole_run);
+/// `kernel-trace compare` against schedulers other than the recorded one (most
+/// decisions disagree, so the replay goes back to the kernel's choice again and
+/// again): must stay linear in the recording.
+fn compare_other_scheduler(c: &mut Criterion) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/kernel/kyber-lowlat-getrq.txt"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut g = c.benchmark_group("kernel_trace_compare");
+    g.sample_size(10);
+    for sched in ["bfq", "mq-deadline"] {
+        let (_, _, conv) =
+            sim::kernel_trace::try_load(&text, sched, None, sim::kernel_trace::Malformed::Reject)
+                .unwrap();
+        g.bench_function(format!("kyber_recording_vs_{sched}"), |b| {
+            b.iter(|| sim::kernel_trace::compare(&conv, &Default::default()).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, event_queue, whole_run, compare_other_scheduler);
 criterion_main!(benches);

@@ -123,13 +123,13 @@ fn two_sequential_readers() {
 /// Two sequential readers 1 MiB apart (libaio, iodepth 8): within 8192 sectors of
 /// each other, so EQM merges their queues (`bfq_setup_cooperator`) and one shared
 /// queue serves both in sector order, as the kernel did. With queue merging off
-/// the replay agrees far less: 964 exact, 977 explained.
+/// the replay agrees far less: 957 exact, 976 explained.
 #[test]
 fn two_close_sequential_readers_are_merged_by_eqm() {
     let (_, r) = run("bfq-eqm2.txt");
     assert_eq!(figures(&r), (1024, 1016, 1024));
     let (_, r) = run_with("bfq-eqm2.txt", &[("queue_merging", "0")]);
-    assert_eq!(figures(&r), (1024, 964, 977));
+    assert_eq!(figures(&r), (1024, 957, 976));
 }
 
 /// Four psync random readers started together, 100 IOPS each, 1.2 s: their queues
@@ -197,13 +197,13 @@ fn one_cgroup_per_process() {
 /// its process prepares its next read, and both the kernel and ours inject other
 /// groups' reads into those windows (about 600 of our dispatches here). With our
 /// injection switched off (`bfq.injection=0`) the replay disagrees at once and
-/// stays at 70.75 %: the kernel does inject in this shape.
+/// stays at 70.70 %: the kernel does inject in this shape.
 #[test]
 fn one_cgroup_per_process_with_injection() {
     let (_, r) = run("bfq-cg4-long.txt");
     assert_eq!(figures(&r), (2048, 2048, 2048));
     let (_, r) = run_with("bfq-cg4-long.txt", &[("injection", "0")]);
-    assert_eq!(figures(&r), (2048, 1443, 1449));
+    assert_eq!(figures(&r), (2048, 1448, 1448));
 }
 
 /// Four psync readers sharing one cgroup (`/sh`).
@@ -291,14 +291,51 @@ fn explicit_be_priority_not_raised() {
     assert_eq!(figures(&r), (512, 512, 512));
 }
 
-/// `max_budget=64` with two sequential libaio readers (iodepth 8) 16 MiB apart:
-/// budgets run out every 8 requests. Not yet understood (docs/validation.md §5):
-/// from decision 207 the kernel serves the other queue's request while ours keeps
-/// the newly served queue plugged.
+/// `max_budget=64` with two sequential libaio readers (iodepth 8) 16 MiB apart.
+/// Decision 207 (1.656 ms): reader B's first request (inserted on CPU 1 at 1.640
+/// ms) was dispatched by B's own task before A's request was inserted on CPU 0 at
+/// 1.653 ms, although its issue event is traced at 1.654 ms: with that order, A's
+/// arrival (back in time, budget left) preempts B and A's request is served, as the
+/// kernel did; in trace order B is in service and plugged, and ours returns nothing.
+/// "Issued late" finds that order and keeps it. What remains (from decision 211)
+/// is not understood (docs/validation.md §5): the kernel then keeps B in service
+/// as if A were no longer weight-raised.
 #[test]
 fn budget_exhaustion_with_max_budget_set() {
     let (c, r) = run("bfq-maxbudget.txt");
     // The 7 insert merges are replayed as the inserts they were.
     assert_eq!(c.stats.insert_merges, 7);
-    assert_eq!(figures(&r), (505, 373, 378));
+    let d = r.disagreements.iter().find(|d| d.decision == 207).unwrap();
+    assert_eq!(d.kernel, 208);
+    assert_eq!(
+        d.explanation,
+        Some("issued late (decided before the other CPU's events)")
+    );
+    assert_eq!(r.reordered, 1);
+    assert_eq!(figures(&r), (505, 352, 358));
+}
+
+/// The same workload re-recorded (fresh BFQ data each time: the recorder selects
+/// `bfq` over `none`). Of five new recordings four agree throughout; this one, the
+/// first, is kept.
+#[test]
+fn max_budget_set_rerecorded_agrees() {
+    let (_, r) = run("bfq-maxbudget-b.txt");
+    assert_eq!(figures(&r), (512, 512, 512));
+}
+
+/// Another re-recording of `bfq-maxbudget.txt`'s workload, the one of five that
+/// diverges: from decision 132 (0.91 ms) the kernel dispatches a request of the
+/// reader it is serving while ours returns nothing (the issue's "iosched keeps
+/// idling or plugging where the kernel serves" class); not traced yet.
+#[test]
+fn max_budget_set_rerecorded_diverging() {
+    let (_, r) = run("bfq-maxbudget-c.txt");
+    let first = r
+        .disagreements
+        .iter()
+        .find(|d| d.explanation.is_none())
+        .unwrap();
+    assert_eq!((first.decision, first.ours), (132, None));
+    assert_eq!(figures(&r), (488, 475, 478));
 }

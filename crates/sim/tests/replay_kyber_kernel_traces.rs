@@ -78,7 +78,9 @@ fn two_cpus_two_kcqs() {
 #[test]
 fn low_read_target_shrinks_writes() {
     let (c, r) = run("kyber-lowlat.txt");
-    assert_eq!(figures(&r), (2560, 2391, 2514, 0));
+    // 2 of the explained are "issued late" (an earlier issue decided before the
+    // other CPU's inserts).
+    assert_eq!(figures(&r), (2560, 2391, 2516, 0));
     // Same timer run, same samples (658 reads, 690 writes), but our write total p99
     // falls one bucket lower: the kernel measures total latency from allocation,
     // the trace only has the insert.

@@ -204,6 +204,7 @@ fn compare(a: CompareArgs) -> Result<()> {
             "not_queued": rep.not_queued,
             "refusals": rep.refusals,
             "refusals_not_reproduced": rep.refusals_not_reproduced,
+            "reordered": rep.reordered,
             "stopped": rep.stopped,
             "malformed_lines_skipped": kt.skipped.len(),
             "lost_events": kt.lost_events,

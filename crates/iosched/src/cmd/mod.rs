@@ -14,3 +14,4 @@ pub mod sched_replay;
 pub mod schedulers;
 pub mod signals;
 pub mod sim_opts;
+pub mod sweep;

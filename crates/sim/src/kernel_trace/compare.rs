@@ -18,7 +18,12 @@
 //!   swapped), or
 //! - our scheduler picks the kernel's request when the decision is moved before some
 //!   of the inserts/completions since the previous issues (decided earlier, issued
-//!   later), or after some of the following ones (decided later).
+//!   later), or after some of the following ones (decided later), or
+//! - our scheduler picks the kernel's request once an earlier issue is moved before
+//!   the other CPU's events traced between its task's insert and that issue (issued
+//!   late: the dispatching task decided, then was delayed before the issue event
+//!   while the other CPU went on). The moved order is kept for the rest of the
+//!   replay: it is the order the kernel's decisions were made in.
 //!
 //! [`Elevator`]: blk::elevator::Elevator
 //! [`Elevator::force_dispatch`]: blk::elevator::Elevator::force_dispatch
@@ -93,6 +98,8 @@ pub struct CompareReport {
     pub refusals: usize,
     /// Recorded refused dispatch runs where ours would have dispatched (skipped).
     pub refusals_not_reproduced: usize,
+    /// Issues moved before other CPUs' events ("issued late"), the order kept.
+    pub reordered: usize,
     /// Our token-pool resizes during the replay (kyber), to set beside the kernel's
     /// ([`Converted::depth_changes`]); `t` is the op after which the change was seen.
     pub depth_changes: Vec<DepthChange>,
@@ -238,6 +245,29 @@ impl Forced {
                 self.saved.push_back((self.at, copy));
             }
         }
+    }
+
+    /// The earliest position a rebuild can start from a copy (not the start).
+    fn oldest(&self) -> usize {
+        self.saved.front().map_or(0, |s| s.0)
+    }
+
+    /// Go back to `pos` after the ops from `pos` on were reordered: copies past it
+    /// are dropped and the state is rebuilt there.
+    fn rewind(&mut self, c: &Converted, pos: usize, refused: &[usize]) {
+        while self.saved.back().is_some_and(|s| s.0 > pos) {
+            self.saved.pop_back();
+        }
+        self.at = pos.min(self.at);
+        self.now = if let Some((at, base)) = self.saved.back() {
+            match base.try_clone() {
+                Some(mut r) => replay_forced(&mut r, c, *at, pos, refused).map(|_| r),
+                None => rebuild(c, pos, refused),
+            }
+        } else {
+            rebuild(c, pos, refused)
+        };
+        self.at = pos;
     }
 
     /// [`rebuild`]`(c, end, refused)`, from the nearest state at or before `end`.
@@ -395,8 +425,161 @@ fn try_explain(
     None
 }
 
+/// Requests in flight after each op, and the most ever in flight (the driver's
+/// depth as the trace shows it).
+fn in_flight(c: &Converted) -> (Vec<u32>, u32) {
+    let mut n = 0u32;
+    let mut out = Vec::with_capacity(c.ops.len());
+    for (op, exp) in c.ops.iter().zip(&c.expected) {
+        match (&op.kind, exp) {
+            (OpKind::Dispatch, Some(_)) => n += 1,
+            (OpKind::Complete { .. }, _) => n = n.saturating_sub(1),
+            _ => {}
+        }
+        out.push(n);
+    }
+    let full = out.iter().copied().max().unwrap_or(0);
+    (out, full)
+}
+
+/// "Parked while the driver was full": blk-mq takes a request from the scheduler,
+/// finds no driver tag free and parks it on `hctx->dispatch`
+/// (`blk_mq_dispatch_rq_list`); later runs issue the parked request before asking
+/// the scheduler again (`__blk_mq_sched_dispatch_requests`). Its issue event then
+/// shows a decision taken at the first queue run after its insert that found every
+/// driver tag busy. Does our scheduler choose `k` right after an op `q` at which
+/// `full` requests were in flight, from op `from` on (`k`'s insert, and the
+/// previous parked request's issue)? Returns the first such `q`.
+fn try_parked(
+    c: &Converted,
+    forced: &Forced,
+    i: usize,
+    k: u64,
+    from: usize,
+    flight: &(Vec<u32>, u32),
+    refused: &[usize],
+) -> Option<usize> {
+    let (counts, full) = flight;
+    (from..i.saturating_sub(1))
+        .filter(|&q| counts.get(q).is_some_and(|n| n >= full))
+        .take(PARKED_TRIALS)
+        .find(|&q| {
+            forced.rebuild(c, q + 1, refused).is_ok_and(|mut r| {
+                let op = TraceOp {
+                    kind: OpKind::Dispatch,
+                    ..c.ops[q].clone()
+                };
+                matches!(r.apply(&op), Ok(Some(Some(got))) if got == k)
+            })
+        })
+}
+
+/// How many full-driver instants [`try_parked`] tries per disagreement.
+const PARKED_TRIALS: usize = 16;
+
+/// "Issued late": does moving one of the last few issues (at op `j`) before the
+/// other CPU's ops traced just before it (from op `s` on) make us choose `k` at
+/// decision `i`? The issue may cross only ops of another CPU (a task's own events
+/// are in the order it made them) and not the insert of its own request. Returns
+/// `(j, s)`.
+fn try_reorder(
+    c: &Converted,
+    forced: &Forced,
+    i: usize,
+    k: u64,
+    o: &CompareOptions,
+    refused: &[usize],
+) -> Option<(usize, usize)> {
+    let is_dispatch = |j: usize| matches!(c.ops[j].kind, OpKind::Dispatch);
+    let mut issues = 0;
+    let mut j = i;
+    while j > 0 && issues < o.swap {
+        j -= 1;
+        let (true, Some(kj), Some(cpu)) = (is_dispatch(j), c.expected[j], c.cpu[j]) else {
+            continue;
+        };
+        issues += 1;
+        let mut s = j;
+        let mut crossed = 0;
+        while s > 0 && crossed < o.window {
+            let p = s - 1;
+            let own_insert = matches!(&c.ops[p].kind, OpKind::Insert(ins) if ins.id == kj);
+            if c.cpu[p].is_none_or(|x| x == cpu) || own_insert {
+                break;
+            }
+            s = p;
+            if is_dispatch(p) {
+                continue;
+            }
+            crossed += 1;
+            let order = std::iter::once(j).chain(s..j).chain(j + 1..i);
+            if replay_order(c, forced, s, order, refused).is_some_and(|mut r| {
+                let op = TraceOp {
+                    kind: OpKind::Dispatch,
+                    ..c.ops[i].clone()
+                };
+                matches!(r.apply(&op), Ok(Some(Some(got))) if got == k)
+            }) {
+                return Some((j, s));
+            }
+        }
+    }
+    None
+}
+
+/// The forced replay at `s`, advanced through the ops `order` (indices from `s`
+/// on, each dispatch forced to the kernel's choice; a moved dispatch takes the
+/// time of the op it now precedes).
+fn replay_order(
+    c: &Converted,
+    forced: &Forced,
+    s: usize,
+    order: impl Iterator<Item = usize>,
+    refused: &[usize],
+) -> Option<Replayer> {
+    let mut r = forced.rebuild(c, s, refused).ok()?;
+    for (pos, j) in (s..).zip(order) {
+        if refused.binary_search(&j).is_ok() && j > s {
+            refuse(&mut r, c, j).ok()?;
+        }
+        let at = &c.ops[pos.min(j)];
+        match (&c.ops[j].kind, c.expected[j]) {
+            (OpKind::Dispatch, Some(kk)) => {
+                let op = TraceOp {
+                    t: at.t,
+                    jiffies: at.jiffies,
+                    kind: OpKind::Dispatch,
+                };
+                forced_ok(&mut r, &op, kk).ok()?;
+            }
+            (OpKind::Dispatch, None) => {}
+            _ => {
+                apply_tolerant(&mut r, &c.ops[j]).ok()?;
+            }
+        }
+    }
+    Some(r)
+}
+
+/// Keep the order [`try_reorder`] found: op `j` moves to `s` (taking the time of
+/// the op it now precedes); positions in between shift by one.
+fn move_op(c: &mut Converted, perm: &mut [usize], j: usize, s: usize) {
+    let (t, jiffies) = (c.ops[s].t, c.ops[s].jiffies);
+    c.ops[s..=j].rotate_right(1);
+    c.ops[s].t = t;
+    c.ops[s].jiffies = jiffies;
+    c.expected[s..=j].rotate_right(1);
+    c.source_line[s..=j].rotate_right(1);
+    c.cpu[s..=j].rotate_right(1);
+    perm[s..=j].rotate_right(1);
+}
+
 /// Compare our scheduler with the kernel's decisions in `c`.
 pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, String> {
+    // A working copy: "issued late" explanations reorder its ops; `perm` maps its
+    // positions back to `c`'s.
+    let mut work = c.clone();
+    let mut perm: Vec<usize> = (0..c.ops.len()).collect();
     let mut rep = CompareReport::default();
     let mut r = new_replayer(c)?;
     let mut depths = pool_depths(&r);
@@ -405,19 +588,33 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
     // call that dispatched could not be undone).
     // A refusal is replayed at the first position of its range where ours refuses.
     let mut refused: Vec<usize> = Vec::new();
-    let mut pending = c.refusals.iter().copied().peekable();
+    let mut next_refusal = 0;
     let mut open: Vec<(usize, usize)> = Vec::new();
     // The forced replay at each position, so that going back to the kernel's choice
     // costs a copy rather than a replay of the whole prefix: linear, whatever the
     // share of disagreements (comparing against another scheduler than recorded).
     let mut forced = Forced::new(c)?;
-    for (i, op) in c.ops.iter().enumerate() {
+    let flight = in_flight(c);
+    let inserted_at: rustc_hash::FxHashMap<u64, usize> = c
+        .ops
+        .iter()
+        .enumerate()
+        .filter_map(|(j, op)| match &op.kind {
+            OpKind::Insert(ins) => Some((ins.id, j)),
+            _ => None,
+        })
+        .collect();
+    let mut last_parked = 0;
+    for i in 0..c.ops.len() {
+        let c = &work;
+        let op = &c.ops[i].clone();
         if i > 0 {
             note_depths(&r, c.ops[i - 1].t, &mut depths, &mut rep.depth_changes);
             forced.advance(c, i, &refused);
         }
-        while let Some(w) = pending.next_if(|&(a, _)| a <= i) {
+        while let Some(&w) = c.refusals.get(next_refusal).filter(|&&(a, _)| a <= i) {
             open.push(w);
+            next_refusal += 1;
         }
         let mut k = 0;
         while k < open.len() {
@@ -467,22 +664,67 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             rep.exact += 1;
             continue;
         }
-        let explanation = if o.explain {
-            try_explain(c, &forced, i, k, ours, o, &refused)
+        // The parked-request rule first: its decision instant is known (the queue
+        // run that found the driver full), and the forced replay must take the
+        // request there, not at its issue.
+        let parked = if o.explain {
+            // One request is parked at a time: the runs that find it parked issue
+            // it rather than ask the scheduler.
+            // Not further back than the forced replay's oldest copy: a rebuild from
+            // the start per trial would make the comparison quadratic.
+            let from = inserted_at
+                .get(&k)
+                .copied()
+                .unwrap_or(i)
+                .max(last_parked)
+                .max(forced.oldest());
+            try_parked(c, &forced, i, k, from, &flight, &refused)
         } else {
             None
         };
+        let mut explanation = match parked {
+            Some(_) => Some("parked while the driver was full"),
+            None if o.explain => try_explain(c, &forced, i, k, ours, o, &refused),
+            None => None,
+        };
+        let mut moved = parked.map(|q| (i, q + 1));
+        if parked.is_some() {
+            last_parked = i + 1;
+        }
+        if explanation.is_none() && o.explain {
+            moved = try_reorder(c, &forced, i, k, o, &refused);
+            if moved.is_some() {
+                explanation = Some("issued late (decided before the other CPU's events)");
+            }
+        }
         if explanation.is_some() {
             rep.explained += 1;
         }
         rep.disagreements.push(Disagreement {
-            op_index: i,
+            op_index: perm[i],
             decision,
             t: op.t,
             kernel: k,
             ours,
             explanation,
         });
+        if let Some((j, s)) = moved {
+            move_op(&mut work, &mut perm, j, s);
+            let shift = |p: &mut usize| {
+                if *p > s && *p <= j {
+                    *p += 1;
+                }
+            };
+            refused.iter_mut().for_each(shift);
+            refused.sort_unstable();
+            for (a, b) in open.iter_mut() {
+                shift(a);
+                shift(b);
+            }
+            rep.reordered += 1;
+            forced.rewind(&work, s, &refused);
+        }
+        let c = &work;
         forced.advance(c, i + 1, &refused);
         match forced.rebuild(c, i + 1, &refused) {
             Ok(nr) => r = nr,

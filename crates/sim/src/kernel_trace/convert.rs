@@ -36,6 +36,11 @@ pub struct Converted {
     pub expected: Vec<Option<u64>>,
     /// Per op: the line of the kernel trace it came from.
     pub source_line: Vec<usize>,
+    /// Per op: the CPU its event was traced on (`None` for a process exit). Events
+    /// of one CPU are in decision order; a dispatch and another CPU's events traced
+    /// between its task's insert and its issue are not (see
+    /// [`super::compare`]'s "issued late").
+    pub cpu: Vec<Option<u32>>,
     /// What could not be converted.
     pub stats: ConvertStats,
     /// The kernel's token-pool resizes (`kyber_adjust`), as (t, domain, new depth),
@@ -187,6 +192,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         ops: Vec::new(),
         expected: Vec::new(),
         source_line: Vec::new(),
+        cpu: Vec::new(),
         stats: ConvertStats {
             events: events.len(),
             ..Default::default()
@@ -251,6 +257,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         });
         c.expected.push(None);
         c.source_line.push(x.line);
+        c.cpu.push(None);
     };
     let mut dropped = vec![];
     let mut queued: Vec<Pending> = Vec::new();
@@ -276,6 +283,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
             c.ops.push(TraceOp { t, jiffies, kind });
             c.expected.push(exp);
             c.source_line.push(e.line);
+            c.cpu.push(Some(e.cpu));
         };
         match e.kind {
             BlockKind::Insert => {
@@ -461,6 +469,8 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         c.expected.retain(|_| *k.next().unwrap());
         let mut k = keep.iter();
         c.source_line.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        c.cpu.retain(|_| *k.next().unwrap());
     }
     c.refusals = refusals(&events, &kt.run_delays, &c.source_line);
     c

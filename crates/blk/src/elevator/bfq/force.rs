@@ -44,7 +44,7 @@ impl Bfq {
             return false;
         };
         match self.in_service_queue {
-            Some(s) if s == q => {}
+            Some(s) if s == q => self.keep_or_renew_slot(ctx, q, rq),
             Some(s) if self.plugged(s) => self.injected += 1,
             s => {
                 if let Some(s) = s {
@@ -70,6 +70,30 @@ impl Bfq {
         debug_assert_eq!(got, rq);
         self.start_from_queue(ctx, rq);
         true
+    }
+
+    /// The kernel dispatched `rq` from the in-service queue `q`: `bfq_select_queue`
+    /// first expires `q` when its budget timed out or cannot cover `rq`, and, `q`
+    /// being the one to serve, selects it again with a new budget and timestamps;
+    /// otherwise it keeps `q`, ending any idling for it.
+    fn keep_or_renew_slot(&mut self, ctx: &mut ElvCtx, q: super::QueueId, rq: RqId) {
+        self.queues[q].next_rq = Some(rq);
+        let reason = if self.may_expire_for_budg_timeout(q) {
+            Expiration::BudgetTimeout
+        } else if self.serv_to_charge(ctx, rq, q) > self.budget_left(q) {
+            Expiration::BudgetExhausted
+        } else {
+            if self.queues[q].wait_request {
+                self.queues[q].wait_request = false;
+                self.idle_timer = None;
+            }
+            return;
+        };
+        self.bfqq_expire(ctx, q, false, reason);
+        self.wf.force_next_in_service(q);
+        if self.set_in_service_queue() != Some(q) {
+            self.injected += 1;
+        }
     }
 
     /// The in-service queue `s` keeps the device although it has nothing to

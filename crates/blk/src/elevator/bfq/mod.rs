@@ -86,7 +86,8 @@ use crate::request::{Bio, BioId, RqId};
 use crate::types::{CgroupId, Ns, Op, ReqFlags};
 use cgroup::{BfqGroup, DispatchSizeInfo, Variant};
 use queue::{effective_ioprio, ioprio_to_weight, BfqQueue, Bic, QueueId, RqData};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use wf2q::{Entity, GroupId, Wf2q, CLASS_IDLE, ROOT_GROUP};
 
 /// `bfq_default_max_budget` (sectors).
@@ -153,12 +154,13 @@ pub struct Bfq {
     pub queues: Vec<BfqQueue>,
     /// The queues' position-tree links (`pos_node`), by queue id.
     pos_nodes: Vec<rbtree::RbNode>,
-    bics: HashMap<u32, Bic>,
+    /// Per-process state (`bfq_io_cq`), by pid.
+    bics: FxHashMap<u32, Bic>,
     /// BFQ's per-group data (cgroup, async queues), indexed like `wf.groups`.
     pub bfqg: Vec<BfqGroup>,
     /// The run's cgroups (paths, nesting, weights).
     cgroups: CgroupTable,
-    group_of_cgroup: HashMap<CgroupId, GroupId>,
+    group_of_cgroup: FxHashMap<CgroupId, GroupId>,
     /// Which `num_groups_with_pending_reqs` rule applies (`bfq.variant`).
     pub variant: Variant,
     /// The seed's dispatch-size record (kept under every variant, read by `seed-v1`).
@@ -259,10 +261,10 @@ impl Bfq {
             wf: Wf2q::new(hz, 0),
             queues: Vec::new(),
             pos_nodes: Vec::new(),
-            bics: HashMap::new(),
+            bics: FxHashMap::default(),
             bfqg: vec![BfqGroup::default()],
             cgroups: CgroupTable::new(),
-            group_of_cgroup: HashMap::new(),
+            group_of_cgroup: FxHashMap::default(),
             variant: Variant::Mainline,
             dispatch_size: DispatchSizeInfo::default(),
             rqd: Vec::new(),
