@@ -217,6 +217,12 @@ fn glob(word: &str, dir: &Path) -> Vec<String> {
 fn examples() -> Vec<String> {
     let mut all = all_help_examples();
     all.extend(readme_examples());
+    // `a && b` is two commands, in that order (sorting keeps them so: the
+    // examples that chain name their steps in order).
+    let mut all: Vec<String> = all
+        .iter()
+        .flat_map(|c| c.split(" && ").map(str::to_string).collect::<Vec<_>>())
+        .collect();
     all.sort();
     all.dedup();
     all
