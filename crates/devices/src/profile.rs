@@ -10,8 +10,10 @@
 //! rpm = 7200
 //! ```
 //!
-//! Only that subset is accepted, which keeps the parser small and lets every error
-//! carry the file and line it came from. `model` selects the device model; the other
+//! The text is parsed as TOML by `toml_edit` (the toml project's parser), whose
+//! spans give every error its file and line; only flat documents of those value
+//! types are accepted (no tables, arrays or dates). Host profiles
+//! (`host::profile`) are read the same way. `model` selects the device model; the other
 //! keys are that model's parameters (see `iosched devices`). Every key is checked:
 //! an unknown key, a missing one, a value of the wrong type or out of range is an
 //! error naming the field and its line.
@@ -95,109 +97,93 @@ pub struct Doc {
     used: HashSet<String>,
 }
 
-fn parse_value(s: &str) -> Option<Value> {
-    let s = s.trim();
-    if let Some(rest) = s.strip_prefix('"') {
-        let body = rest.strip_suffix('"')?;
-        if body.contains('"') || body.contains('\\') {
-            return None;
-        }
-        return Some(Value::Str(body.to_string()));
-    }
-    match s {
-        "true" => return Some(Value::Bool(true)),
-        "false" => return Some(Value::Bool(false)),
-        _ => {}
-    }
-    let clean: String = s.chars().filter(|c| *c != '_').collect();
-    if clean.is_empty() {
-        return None;
-    }
-    if let Ok(i) = clean.parse::<i64>() {
-        return Some(Value::Int(i));
-    }
-    if clean
-        .chars()
-        .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
-    {
-        if let Ok(f) = clean.parse::<f64>() {
-            if f.is_finite() {
-                return Some(Value::Float(f));
-            }
-        }
-    }
-    None
+/// The 1-based line of byte `at` of `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at.min(text.len())]
+        .iter()
+        .filter(|&&c| c == b'\n')
+        .count()
+        + 1
 }
 
-/// Strip a `#` comment that is not inside a string.
-fn strip_comment(line: &str) -> &str {
-    let mut in_str = false;
-    for (i, c) in line.char_indices() {
-        match c {
-            '"' => in_str = !in_str,
-            '#' if !in_str => return &line[..i],
-            _ => {}
-        }
-    }
-    line
+/// A profile value from TOML's: integers, floats, strings, booleans.
+fn value_of(item: &toml_edit::Item) -> Option<Value> {
+    let v = item.as_value()?;
+    Some(match v {
+        toml_edit::Value::Integer(i) => Value::Int(*i.value()),
+        toml_edit::Value::Float(f) if f.value().is_finite() => Value::Float(*f.value()),
+        toml_edit::Value::String(s) => Value::Str(s.value().clone()),
+        toml_edit::Value::Boolean(b) => Value::Bool(*b.value()),
+        _ => return None,
+    })
 }
 
 impl Doc {
-    /// Parse `text`, naming it `file` in errors.
+    /// Parse `text` (TOML, by `toml_edit`, which keeps every key's span for
+    /// the error lines), naming it `file` in errors. Profiles are flat: top-level
+    /// `key = value` lines of integers, floats, strings and booleans.
     pub fn parse(file: &str, text: &str) -> Result<Doc, ProfileError> {
+        let err = |at: usize, field: Option<String>, msg: String| ProfileError {
+            file: file.to_string(),
+            line: Some(line_of(text, at)),
+            field,
+            msg,
+        };
+        let doc = toml_edit::Document::parse(text).map_err(|e| {
+            let at = e.span().map_or(0, |s| s.start);
+            let msg = e.message().trim().replace('\n', " ");
+            // The key of the line at fault, when it has one.
+            let line = text
+                .get(..at)
+                .unwrap_or("")
+                .rsplit('\n')
+                .next()
+                .unwrap_or("")
+                .to_string()
+                + text
+                    .get(at..)
+                    .unwrap_or("")
+                    .split('\n')
+                    .next()
+                    .unwrap_or("");
+            let field = line
+                .split_once('=')
+                .map(|(k, _)| k.trim().to_string())
+                .filter(|k| {
+                    !k.is_empty()
+                        && k.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                });
+            err(at, field, format!("syntax error: {msg}"))
+        })?;
         let mut entries: Vec<(String, Value, usize)> = Vec::new();
-        for (i, raw) in text.lines().enumerate() {
-            let line = i + 1;
-            let l = strip_comment(raw).trim();
-            if l.is_empty() {
-                continue;
-            }
-            let err = |field: Option<String>, msg: String| ProfileError {
-                file: file.to_string(),
-                line: Some(line),
-                field,
-                msg,
-            };
-            if l.starts_with('[') {
+        for (k, item) in doc.as_table().iter() {
+            let at = doc
+                .as_table()
+                .key(k)
+                .and_then(|key| key.span())
+                .or_else(|| item.span())
+                .map_or(0, |s| s.start);
+            if item.is_table() || item.is_array_of_tables() {
                 return Err(err(
+                    at,
                     None,
-                    format!("syntax error: '{l}': tables are not used in profiles; write top-level `key = value` lines"),
+                    format!("syntax error: '[{k}]': tables are not used in profiles; write top-level `key = value` lines"),
                 ));
             }
-            let Some((k, v)) = l.split_once('=') else {
+            let Some(val) = value_of(item) else {
                 return Err(err(
-                    None,
-                    format!("syntax error: '{l}': expected `key = value`"),
-                ));
-            };
-            let k = k.trim();
-            if k.is_empty()
-                || !k
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            {
-                return Err(err(
-                    None,
-                    format!("syntax error: '{k}' is not a valid key (letters, digits, _ and -)"),
-                ));
-            }
-            let Some(val) = parse_value(v) else {
-                return Err(err(
+                    at,
                     Some(k.to_string()),
                     format!(
                         "syntax error: '{}' is not a number, a \"string\" or true/false",
-                        v.trim()
+                        item.span().and_then(|r| text.get(r)).unwrap_or("").trim()
                     ),
                 ));
             };
-            if let Some((_, _, prev)) = entries.iter().find(|(key, _, _)| key == k) {
-                return Err(err(
-                    Some(k.to_string()),
-                    format!("given twice (first on line {prev})"),
-                ));
-            }
-            entries.push((k.to_string(), val, line));
+            entries.push((k.to_string(), val, line_of(text, at)));
         }
+        entries.sort_by_key(|e| e.2);
         Ok(Doc {
             file: file.to_string(),
             entries,

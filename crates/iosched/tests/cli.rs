@@ -177,7 +177,18 @@ fn output_file_is_written_whole() {
 fn listings_describe_everything() {
     let o = iosched(&["schedulers"]);
     assert!(o.status.success());
-    assert!(stdout(&o).contains("none:"));
+    let s = stdout(&o);
+    assert!(s.contains("none:"));
+    // async_depth's default is the queue's nr_requests, shown for 256.
+    assert!(s.contains("nr_requests=256"), "{s}");
+    let row = s
+        .lines()
+        .find(|l| l.trim_start().starts_with("async_depth"))
+        .unwrap();
+    assert!(
+        row.contains(" 256 ") && row.contains("default: the queue's nr_requests"),
+        "{row}"
+    );
     let o = iosched(&["devices"]);
     assert!(o.status.success());
     let s = stdout(&o);

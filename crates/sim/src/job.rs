@@ -8,6 +8,8 @@ use crate::offsets::{BlockPicker, Skewed, ZoneBlocks};
 use blk::{Bio, CgroupId, Dir, IoPrio, Ns, Op, ReqFlags, Sector};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 pub use crate::fio::{BsDist, RandomDist, RateLimit, RwMode, ThinkTime};
 
@@ -113,6 +115,103 @@ pub struct JobConfig {
     /// The job replays a trace (fio's `read_iolog`, `iosched replay`): its I/O
     /// comes from here instead of `rw`, `bs` and the offsets.
     pub replay: Option<crate::trace::replay::ReplaySource>,
+    /// fio's write-then-verify pattern, if the job verifies what it writes.
+    pub verify: Option<VerifyConfig>,
+    /// `io_submit_mode=offload` (fio's rate-submit.c): each I/O goes to a
+    /// worker thread that submits it alone and reaps it as soon as it
+    /// completes, so completions are taken at once (not when the queue is
+    /// full), and a rate-limit sleep does not first wait for the job's I/O
+    /// to complete (`rate_ddir` quiesces only inline).
+    pub offload: bool,
+    /// Where a verifying job keeps its phases' runtimes (shared with the
+    /// report).
+    pub phase_clock: Option<Arc<PhaseClock>>,
+}
+
+/// How a job verifies what it writes (fio's `verify` family, resolved).
+///
+/// Each pass (one of fio's `loops`; a `time_based` job repeats them until
+/// its runtime is over) writes `pass_bytes`, waits for its writes, issues
+/// an fsync (fio's `do_verify` syncs the file first) and reads every
+/// logged block back ([`crate::verify::VerifyLog`]). With `backlog`, after
+/// every `backlog` blocks logged, `batch` of them are read back first
+/// (`check_get_verify`). The reads are ordinary reads for the statistics,
+/// as fio accounts them. No checksum is computed: its CPU time is not
+/// modeled, so `verify_async` changes nothing here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerifyConfig {
+    /// Bytes of I/O per pass (fio's `io_size`, else `size`).
+    pub pass_bytes: u64,
+    /// Passes (`loops`); a time-based job repeats them until its runtime.
+    pub passes: u32,
+    /// `verify_backlog` (0: only after the pass).
+    pub backlog: u64,
+    /// `verify_backlog_batch`, or `verify_backlog` when unset.
+    pub batch: u64,
+    /// The log is sorted by offset (fio's `fio_offset_overlap_risk`).
+    pub sorted: bool,
+    /// `verify_only`: no write is issued; the blocks a pass would write are
+    /// logged and read back (fio's `do_dry_run`; its phantom writes are not
+    /// reported).
+    pub only: bool,
+}
+
+/// The time a verifying job spent writing and verifying, for fio's
+/// per-direction runtimes: fio's `thread_main` adds `do_io`'s time to the
+/// write runtime (and the read one, with a backlog) and `do_verify`'s
+/// (from its fsync on) to the read runtime, each rounded up to ms
+/// (`update_runtime`). The job updates it as it goes; the report reads it.
+#[derive(Debug, Default)]
+pub struct PhaseClock {
+    /// Closed phases' runtimes, ms: read, write.
+    ms: [AtomicU64; 2],
+    /// The open phase: 0 none, 1 writing, 2 verifying; and since when, ns.
+    open: AtomicU64,
+    open_at: AtomicU64,
+}
+
+impl PhaseClock {
+    fn open(&self, kind: u64, at: Ns) {
+        self.open.store(kind, Ordering::Relaxed);
+        self.open_at.store(at.0, Ordering::Relaxed);
+    }
+
+    fn close(&self, now: Ns, backlog: bool) {
+        let kind = self.open.swap(0, Ordering::Relaxed);
+        let ms =
+            (now.0.saturating_sub(self.open_at.load(Ordering::Relaxed)) / 1_000).div_ceil(1_000);
+        let add = |d: usize| self.ms[d].fetch_add(ms, Ordering::Relaxed);
+        match kind {
+            1 => {
+                add(1);
+                if backlog {
+                    add(0);
+                }
+            }
+            2 => {
+                add(0);
+            }
+            _ => {}
+        }
+    }
+
+    /// Read and write runtimes, ms, for a job that ended at `end` (the phase
+    /// still open counted up to there, as fio counts a terminated phase).
+    pub fn runtimes(&self, end: Ns, backlog: bool) -> [u64; 2] {
+        self.close(end, backlog);
+        [0, 1].map(|d| self.ms[d].load(Ordering::Relaxed))
+    }
+}
+
+/// Where a verifying job is in its pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum VerifyPhase {
+    /// Writing (and, with a backlog, reading some blocks back).
+    Io,
+    /// The pass's I/O is issued: waiting for it, then the fsync.
+    Drain,
+    /// Reading back what is left in the log.
+    Verify,
 }
 
 impl JobConfig {
@@ -174,6 +273,9 @@ impl Default for JobConfig {
             thinktime: None,
             rate: None,
             replay: None,
+            verify: None,
+            offload: false,
+            phase_clock: None,
         }
     }
 }
@@ -308,6 +410,22 @@ pub struct Job {
     seq_count: [u64; 2],
     /// The trace being replayed, if any.
     replay: Option<Replay>,
+    /// The blocks written, to read back (verifying jobs only).
+    vlog: Option<Box<crate::verify::VerifyLog>>,
+    vphase: VerifyPhase,
+    /// The fsync before this pass's verification has been issued.
+    verify_synced: bool,
+    /// Blocks left in the current backlog batch (fio's `verify_batch`).
+    verify_batch: u64,
+    /// Direction of the last completed I/O (fio's `last_ddir_completed`,
+    /// which starts as a read).
+    last_done_dir: Dir,
+    /// Bytes of the pass's own I/O issued.
+    pass_issued: u64,
+    /// Passes completed.
+    passes_done: u32,
+    /// Every pass has been written and verified.
+    verify_done: bool,
 }
 
 /// What the rate limit says about the next I/O.
@@ -496,6 +614,16 @@ impl Job {
             bs_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xB55B_0000_0000_0000),
             seq_pos: [0; 2],
             seq_count: [0; 2],
+            vlog: cfg
+                .verify
+                .map(|v| Box::new(crate::verify::VerifyLog::new(v.sorted, depth as usize + 1))),
+            vphase: VerifyPhase::Io,
+            verify_synced: false,
+            verify_batch: 0,
+            last_done_dir: Dir::Read,
+            pass_issued: 0,
+            passes_done: 0,
+            verify_done: false,
             cfg,
             start: Ns::ZERO,
             started: false,
@@ -518,6 +646,19 @@ impl Job {
             && !self.sync_inflight
             && !self.sync_due()
             && !self.stalled()
+            && !self.verify_blocked()
+    }
+
+    /// A verifying job waits: for its writes and the fsync before reading
+    /// back, or for the last reads of a pass before the next one.
+    fn verify_blocked(&self) -> bool {
+        match self.vphase {
+            VerifyPhase::Io => false,
+            VerifyPhase::Drain => self.inflight > 0 || !self.verify_synced,
+            VerifyPhase::Verify => {
+                self.inflight > 0 && self.vlog.as_ref().is_some_and(|l| l.is_empty())
+            }
+        }
     }
 
     /// A replaying job waits for its next entry to be due (and has not started
@@ -543,6 +684,14 @@ impl Job {
         self.end = now;
         self.last_think_at = now;
         self.rate_epoch = now;
+        self.clock(|c, _| c.open(1, now));
+    }
+
+    /// Update the phase clock, if the job keeps one.
+    fn clock(&self, f: impl FnOnce(&PhaseClock, bool)) {
+        if let (Some(c), Some(v)) = (&self.cfg.phase_clock, self.cfg.verify) {
+            f(c, v.backlog > 0);
+        }
     }
 
     /// The ramp time ended at `now`: as fio resets its clock (`epoch`) and I/O
@@ -670,7 +819,8 @@ impl Job {
                 None => ns,
             });
         }
-        if self.inflight > 0 || self.cpu_pending {
+        let quiesces = !(self.cfg.offload && matches!(kind, StallKind::Rate(_)));
+        if (quiesces && self.inflight > 0) || self.cpu_pending {
             return None;
         }
         // io_u_quiesce has reaped every completion.
@@ -784,13 +934,16 @@ impl Job {
     }
 
     /// The end-of-job fsync is due (`end_fsync`: all I/O done, none issued yet).
+    /// Also the fsync a verifying job issues before reading back
+    /// (`do_verify`'s `fio_io_sync`).
     pub fn end_sync_due(&self) -> bool {
-        self.cfg.end_fsync
-            && self.started
-            && self.stopping
-            && self.inflight == 0
-            && !self.stalled()
-            && !self.end_sync_issued
+        let verify_sync = self.verify_sync_due();
+        let end_sync = self.cfg.end_fsync && self.stopping && !self.end_sync_issued;
+        (verify_sync || end_sync) && self.started && self.inflight == 0 && !self.stalled()
+    }
+
+    fn verify_sync_due(&self) -> bool {
+        self.vphase == VerifyPhase::Drain && !self.verify_synced && !self.stopping
     }
 
     /// The job is blocked in an fsync.
@@ -815,7 +968,14 @@ impl Job {
             r.sync = false;
         }
         self.synced_at = self.writes_issued;
-        if self.stopping {
+        if self.verify_sync_due() {
+            self.verify_synced = true;
+            // do_io is over; do_verify starts with this fsync.
+            self.clock(|c, b| {
+                c.close(now, b);
+                c.open(2, now);
+            });
+        } else if self.stopping {
             self.end_sync_issued = true;
         }
         self.sync_inflight = true;
@@ -845,6 +1005,9 @@ impl Job {
     fn limit_reached(&self) -> bool {
         if let Some(r) = &self.replay {
             return r.done;
+        }
+        if self.cfg.verify.is_some() {
+            return self.verify_done;
         }
         if let Some(n) = self.cfg.number_ios {
             if self.issued_ios >= n {
@@ -881,6 +1044,11 @@ impl Job {
         if self.replay.is_some() {
             return self.next_replay_bio(now, job_idx);
         }
+        if self.cfg.verify.is_some() {
+            if let Some(step) = self.verify_step(now, job_idx) {
+                return step;
+            }
+        }
         let dir = match self.rate_dir.take() {
             Some(d) => d,
             None => {
@@ -904,6 +1072,10 @@ impl Job {
                 }
             }
         };
+        if self.sequence_ended(dir.idx()) {
+            self.stopping = true;
+            return None;
+        }
         let unit = self.free_units.pop()?;
         let (rel, bs) = self.next_extent(dir.idx());
         let byte = self.cfg.offset + rel;
@@ -927,6 +1099,19 @@ impl Job {
         self.issued_bytes += bytes;
         self.issued_ios += 1;
         self.last_dir = dir;
+        if let Some(v) = self.cfg.verify {
+            if dir == Dir::Write {
+                if let Some(l) = self.vlog.as_mut() {
+                    l.log(Some(unit), byte, bytes as u32);
+                }
+            }
+            self.pass_issued += bytes;
+            let ios_over = self.cfg.number_ios.is_some_and(|n| self.issued_ios >= n);
+            if self.pass_issued >= v.pass_bytes || ios_over {
+                self.vphase = VerifyPhase::Drain;
+                self.verify_synced = false;
+            }
+        }
         if self.cfg.rate.is_some() {
             let d = dir.idx();
             self.rate_issue_bytes[d] += bytes;
@@ -1093,6 +1278,10 @@ impl Job {
     /// and sequential ones follow the previous I/O; the size is drawn as fio's
     /// `get_next_buflen` draws it, again until it fits before the region's end.
     fn next_extent(&mut self, d: usize) -> (u64, u64) {
+        if let Some(b) = self.sequence_block(d) {
+            self.seq_count[d] += 1;
+            return (b * self.cfg.bs[d].max(1), self.cfg.bs[d]);
+        }
         if self.cfg.seq_add != 0 || self.cfg.seq_nr > 1 {
             return self.next_extent_suffixed(d);
         }
@@ -1118,6 +1307,28 @@ impl Job {
         let len = draw_bs(&dist, &mut self.bs_rng, size - off);
         self.seq_pos[d] = off + len;
         (off, len)
+    }
+
+    /// The next block of a `sequence` distribution in direction `d` (fio's
+    /// `__get_next_rand_offset_sequence`, counting the direction's I/Os).
+    fn sequence_block(&self, d: usize) -> Option<u64> {
+        let RandomDist::Sequence { blocks, stride } = &self.cfg.random_dist else {
+            return None;
+        };
+        if !self.cfg.rw.is_random() || blocks.is_empty() {
+            return None;
+        }
+        let n = self.seq_count[d];
+        let len = blocks.len() as u64;
+        let base = if *stride { n / len * len } else { 0 };
+        Some(base + blocks[(n % len) as usize])
+    }
+
+    /// A `sequence` distribution's next block lies past the region: fio's
+    /// offset lookup fails and the job ends.
+    fn sequence_ended(&self, d: usize) -> bool {
+        let max = self.cfg.size / self.cfg.bs[d].max(1);
+        self.sequence_block(d).is_some_and(|b| b >= max)
     }
 
     /// `next_extent` under an `rw` suffix, as fio's `get_next_seq_offset` and
@@ -1178,8 +1389,144 @@ impl Job {
             return None;
         }
         self.free_units.push(unit);
-        self.unreaped += 1;
-        Some(self.in_flight(unit))
+        if self.cfg.offload {
+            // The worker thread reaps it at once.
+            self.reaped_ios += 1;
+            if self.think_check_pending {
+                self.think_check_pending = false;
+                self.think_check(now);
+            }
+        } else {
+            self.unreaped += 1;
+        }
+        let done = self.in_flight(unit);
+        self.last_done_dir = done.dir;
+        if done.dir == Dir::Write {
+            if let Some(l) = self.vlog.as_mut() {
+                l.written(unit);
+            }
+        }
+        Some(done)
+    }
+
+    /// The verification's part of choosing the next I/O: `Some(bio or
+    /// nothing yet)` when it decides, `None` to go on with the pass's own
+    /// I/O.
+    fn verify_step(&mut self, now: Ns, job_idx: usize) -> Option<Option<Bio>> {
+        if self.vphase == VerifyPhase::Io && self.passes_done == 0 && self.pass_issued == 0 {
+            if let Some(v) = self.cfg.verify.filter(|v| v.only) {
+                self.dry_run(v.pass_bytes);
+            }
+        }
+        match self.vphase {
+            VerifyPhase::Io => {
+                let (off, len) = self.backlog_pick()?;
+                return Some(Some(self.verify_read(now, job_idx, off, len)));
+            }
+            VerifyPhase::Drain if self.inflight > 0 || !self.verify_synced => return Some(None),
+            VerifyPhase::Drain => self.vphase = VerifyPhase::Verify,
+            VerifyPhase::Verify => {}
+        }
+        if let Some((off, len)) = self.vlog.as_mut().and_then(|l| l.take_next()) {
+            return Some(Some(self.verify_read(now, job_idx, off, len)));
+        }
+        if self.inflight > 0 {
+            return Some(None);
+        }
+        // The pass is verified: the next one, or the end.
+        self.passes_done += 1;
+        self.clock(|c, b| c.close(now, b));
+        let v = self.cfg.verify?;
+        if (self.cfg.time_based || self.passes_done < v.passes) && !self.stopping {
+            self.vphase = VerifyPhase::Io;
+            self.pass_issued = 0;
+            self.verify_batch = 0;
+            self.clock(|c, _| c.open(1, now));
+            if v.only {
+                self.dry_run(v.pass_bytes);
+            }
+            return None;
+        }
+        self.verify_done = true;
+        self.stopping = true;
+        Some(None)
+    }
+
+    /// fio's `check_get_verify`: with a backlog, once the log holds a
+    /// multiple of `verify_backlog` blocks and the last completion was not a
+    /// read, read back a batch of `verify_backlog_batch` blocks, one per I/O.
+    fn backlog_pick(&mut self) -> Option<(u64, u32)> {
+        let v = self.cfg.verify?;
+        let log = self.vlog.as_mut()?;
+        if v.backlog == 0 || log.is_empty() {
+            return None;
+        }
+        let get = if self.verify_batch > 0 {
+            true
+        } else if (log.len() as u64).is_multiple_of(v.backlog) && self.last_done_dir != Dir::Read {
+            self.verify_batch = v.batch;
+            true
+        } else {
+            false
+        };
+        if !get {
+            return None;
+        }
+        let p = log.take_next()?;
+        self.verify_batch -= 1;
+        Some(p)
+    }
+
+    /// `verify_only`: log the blocks the pass would write, as complete
+    /// writes, without issuing them (fio's `do_dry_run`).
+    fn dry_run(&mut self, pass_bytes: u64) {
+        let mut done = 0u64;
+        let mut ios = 0u64;
+        while done < pass_bytes && self.cfg.number_ios.is_none_or(|n| ios < n) {
+            let d = match self.next_dir() {
+                Dir::Read => 0,
+                Dir::Write => 1,
+            };
+            let (rel, bs) = self.next_extent(d);
+            let bytes = bs.min((pass_bytes - done).max(1));
+            if d == 1 {
+                let byte = self.cfg.offset + rel;
+                if let Some(l) = self.vlog.as_mut() {
+                    l.log(None, byte, bytes as u32);
+                }
+            }
+            done += bytes;
+            ios += 1;
+        }
+        self.vphase = VerifyPhase::Drain;
+        self.verify_synced = false;
+    }
+
+    /// One verification read of a logged block.
+    fn verify_read(&mut self, now: Ns, job_idx: usize, offset: u64, len: u32) -> Bio {
+        let unit = self.free_units.pop().expect("a reaped unit is free");
+        self.units[unit as usize] = IoUnit {
+            submit: Ns(now.0.saturating_sub(self.cfg.submit_cost_ns)),
+            issue: now,
+            offset,
+            bytes: len,
+            dir: 0,
+            sync: false,
+            trim: false,
+        };
+        self.inflight += 1;
+        self.last_dir = Dir::Read;
+        Bio {
+            op: Op::Read,
+            flags: ReqFlags::SYNC,
+            sector: Sector::from_bytes(offset),
+            nr_sectors: (u64::from(len) / Sector::SIZE).max(1) as u32,
+            ioprio: self.cfg.ioprio,
+            pid: self.cfg.pid,
+            cpu: self.cfg.cpu,
+            cgroup: self.cfg.cgroup,
+            owner: owner(job_idx, unit),
+        }
     }
 }
 

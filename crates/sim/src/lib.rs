@@ -3,7 +3,8 @@
 //! what fio would report.
 //!
 //! - [`fio`] parses fio job files and fio's command line;
-//! - [`job`] and [`offsets`] model what one job clone submits;
+//! - [`job`] and [`offsets`] model what one job clone submits, [`verify`] what a
+//!   verifying job reads back;
 //! - [`pagecache`] is the device's page cache for buffered I/O (writes, fsync);
 //! - [`engine`] is the event queue, [`simulate`] wires jobs, queue and device together;
 //! - [`stats`] collects fio's statistics, [`report`] prints them as fio does, [`iolog`]
@@ -24,6 +25,7 @@ pub mod simulate;
 pub mod spread;
 pub mod stats;
 pub mod trace;
+pub mod verify;
 
 pub mod kernel_trace;
 pub mod replay;

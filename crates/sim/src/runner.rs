@@ -4,7 +4,7 @@
 //!
 //! This is what `iosched run` and `iosched fio` do between parsing and printing.
 
-use crate::fio::{FioInput, JobSpec, SizeSpec};
+use crate::fio::{FioInput, IoEngine, JobSpec, SizeSpec};
 use crate::iolog::{log_file_name, IoLog, LogError, LogFiles, LogKind, LogParams, LogTarget};
 use crate::job::{IoDone, JobConfig, RwMode};
 use crate::pagecache::Advice;
@@ -14,6 +14,8 @@ use crate::stats::{self, JobLogs, JobRecorder, JobStats, RecorderConfig};
 use blk::{CgroupId, IoClass, IoPrio, Ns};
 use devices::Profile;
 use serde_json::json;
+
+mod files;
 
 /// Run settings that are not fio options.
 #[derive(Clone, Debug)]
@@ -85,6 +87,9 @@ pub fn default_submit_cost_ns(engine: crate::fio::IoEngine) -> u64 {
         E::IoUring => 1_000,
         E::Libaio => 2_000,
         E::Posixaio => 4_000,
+        // fio's own work per I/O, no system call: the x86-server host's
+        // fio_io_ns, measured with fio's null engine (crates/host/profiles).
+        E::Null => 220,
         E::Psync | E::Sync | E::Pvsync | E::Pvsync2 => 1_500,
     }
 }
@@ -188,89 +193,10 @@ fn job_err(spec: &JobSpec, message: impl Into<String>) -> RunError {
 pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     let info = opts.device.build().info().clone();
     let capacity = info.capacity_sectors * 512;
-    // The scheduler: command line, else the jobs' ioscheduler (which must agree), else
-    // the kernel's default for the device.
-    let mut from_jobs: Option<&str> = None;
-    for j in &input.jobs {
-        if let Some(s) = j.ioscheduler.as_deref() {
-            match from_jobs {
-                Some(prev) if prev != s => {
-                    return Err(job_err(
-                        j,
-                        format!("ioscheduler={s} differs from an earlier job's ioscheduler={prev}; iosched simulates one device with one scheduler"),
-                    ))
-                }
-                _ => from_jobs = Some(s),
-            }
-        }
-    }
-    let scheduler = opts
-        .scheduler
-        .clone()
-        .or(from_jobs.map(str::to_string))
-        .unwrap_or_else(|| info.default_scheduler.to_string());
-    if !blk::elevator::SCHEDULERS
-        .iter()
-        .any(|s| s.name == scheduler)
-    {
-        return Err(RunError::Setting(
-            blk::elevator::UnknownScheduler(scheduler).to_string(),
-        ));
-    }
-    let mut sim = SimConfig {
-        scheduler: scheduler.clone(),
-        hz: opts.hz,
-        nr_cpus: opts.nr_cpus,
-        host: opts.host.clone(),
-        ..Default::default()
-    };
-    if let Some(h) = &opts.host.cpus {
-        // The page copy is a host cost; `--set vm.page_copy_ns` still overrides it.
-        sim.vm.page_copy_ns = h.costs.page_copy_ns;
-        if opts.submit_ns.is_some() {
-            return Err(RunError::Setting(format!(
-                "--submit-ns applies to --host free only; host '{}' prices each step of a \
-                 submission itself (change its costs with --host-file)",
-                opts.host.name
-            )));
-        }
-    }
-    for (ns, name, value) in &opts.settings {
-        if ns == "blk" {
-            apply_blk_setting(&mut sim, &info, name, value)?;
-        } else if ns == "vm" {
-            apply_vm_setting(&mut sim, name, value)?;
-        } else if *ns == scheduler {
-            sim.tunables.push((name.clone(), value.clone()));
-        } else {
-            return Err(RunError::Setting(format!(
-                "--set {ns}.{name}={value}: the run uses scheduler '{scheduler}', not '{ns}'"
-            )));
-        }
-    }
-
-    // One page cache is shared by every job of the run; direct I/O to a range
-    // with cached pages writes them back and invalidates them first
-    // (`kiocb_invalidate_pages`), which is not modeled: no mixing.
-    if let (Some(d), Some(b)) = (
-        input.jobs.iter().find(|j| j.direct),
-        input.jobs.iter().find(|j| !j.direct),
-    ) {
-        return Err(job_err(
-            b,
-            format!(
-                "buffered I/O in a run that also has direct I/O (job '{}') is not modeled; \
-                 make every job direct=1 or every job buffered",
-                d.name
-            ),
-        ));
-    }
-    if let Some(j) = input.jobs.iter().find(|j| !j.direct && j.cgroup.is_some()) {
-        return Err(job_err(
-            j,
-            "cgroup= with buffered I/O (cgroup writeback attribution) is not modeled; use direct=1",
-        ));
-    }
+    let scheduler = choose_scheduler(input, opts, &info)?;
+    let mut sim = sim_config(opts, &info, &scheduler)?;
+    null_engine_setup(input, opts, &mut sim)?;
+    check_io_modes(input)?;
     let mut disk_name = None::<String>;
     let mut clones = Vec::new();
     let mut jobs = Vec::new();
@@ -288,6 +214,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
     let mut recording = Vec::new();
     let mut replay_notes = Vec::new();
     let mut write_iologs = Vec::new();
+    let layout = files::lay_out(&input.jobs, capacity, opts.seed)
+        .map_err(|(k, e)| job_err(&input.jobs[k], e))?;
     for (k, spec) in input.jobs.iter().enumerate() {
         let merged;
         let read = match (&spec.iolog.read, &spec.iolog.merge_file) {
@@ -347,20 +275,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 ));
             }
         }
-        if let Some(f) = &spec.filename {
-            let name = f.rsplit('/').next().unwrap_or(f).to_string();
-            match &disk_name {
-                Some(d) if *d != name => {
-                    return Err(job_err(
-                        spec,
-                        format!(
-                        "filename={f} differs from an earlier job's; iosched simulates one device"
-                    ),
-                    ))
-                }
-                _ => disk_name = Some(name),
-            }
-        }
+        note_device(spec, &mut disk_name)?;
         if k > 0 && spec.stonewall {
             barrier += 1;
             expected_ns = expected_ns.map(|t| t + group_ns);
@@ -369,128 +284,18 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         if k > 0 && (spec.stonewall || spec.new_group) {
             groupid += 1;
         }
-        for (i, (d, bs)) in [("read", spec.bs.read), ("write", spec.bs.write)]
-            .into_iter()
-            .enumerate()
-        {
-            let sizes: Vec<u64> = match &spec.bs_dist[i] {
-                None => vec![bs],
-                Some(crate::fio::BsDist::Range { min, max }) => vec![*min, *max],
-                Some(crate::fio::BsDist::Split(t)) => t.iter().map(|e| e.0).collect(),
-            };
-            for bs in sizes {
-                if bs % 512 != 0 {
-                    return Err(job_err(spec, format!("{d} block size {bs} is not a multiple of 512 bytes, which direct I/O requires")));
-                }
-            }
-        }
-        if spec.offset % 512 != 0 {
-            return Err(job_err(
-                spec,
-                format!("offset={} is not a multiple of 512 bytes", spec.offset),
-            ));
-        }
-        if spec.offset >= capacity {
-            return Err(job_err(
-                spec,
-                format!(
-                    "offset={} is beyond the end of device '{}' ({} bytes)",
-                    spec.offset, info.name, capacity
-                ),
-            ));
-        }
-        let size = match spec.size {
-            None => capacity - spec.offset,
-            Some(SizeSpec::Bytes(b)) => b,
-            Some(SizeSpec::Percent(p)) => (capacity - spec.offset) * p as u64 / 100 / 512 * 512,
+        check_alignment(spec)?;
+        let clone_region = |c: u32| {
+            let ext = layout[k][c as usize];
+            let off = spec.offset.saturating_add(
+                files::subjob_number(c, spec.numjobs).saturating_mul(spec.files.offset_increment),
+            );
+            region(spec, ext, off, &info.name).map(|size| (ext.start + off, size))
         };
-        if spec.offset + size > capacity {
-            return Err(job_err(spec, format!(
-                "offset+size={} exceeds the capacity of device '{}' ({} bytes); use a smaller size or another --device",
-                spec.offset + size, info.name, capacity
-            )));
-        }
-        if let crate::fio::RandomDist::ZonedAbs(z) = &spec.random_distribution {
-            for (d, zones) in z.iter().enumerate().take(2) {
-                let total: u64 = zones.iter().map(|z| z.1).sum();
-                if total > size {
-                    return Err(job_err(
-                        spec,
-                        format!(
-                            "zoned_abs {} zones add up to {total} bytes, more than the region's {size}",
-                            ["read", "write"][d]
-                        ),
-                    ));
-                }
-            }
-        }
-        let min_bs = match spec.rw {
-            RwMode::Read | RwMode::RandRead => spec.bs.read,
-            RwMode::Write | RwMode::RandWrite => spec.bs.write,
-            _ => spec.bs.read.max(spec.bs.write),
-        };
-        if size < min_bs {
-            return Err(job_err(
-                spec,
-                format!("size={size} is smaller than the block size {min_bs}"),
-            ));
-        }
-        if !spec.direct {
-            let max_bs = spec.bs_dist[..2]
-                .iter()
-                .zip([spec.bs.read, spec.bs.write])
-                .map(|(d, bs)| d.as_ref().map_or(bs, |d| d.max()))
-                .max()
-                .unwrap_or(0);
-            if max_bs * 4 > sim.vm.mem_mb << 20 {
-                return Err(job_err(
-                    spec,
-                    format!(
-                        "block size {max_bs} is more than a quarter of the simulated memory \
-                         (vm.mem_mb={}); the page cache could not hold a buffered I/O",
-                        sim.vm.mem_mb
-                    ),
-                ));
-            }
-        }
-        let cgroup = match &spec.cgroup {
-            None => CgroupId(0),
-            Some(c) => cgroups.intern(c),
-        };
-        if let Some(w) = spec.cgroup_weight {
-            // fio writes the weight into the job's cgroup; with BFQ that is the
-            // group weight (io.bfq.weight).
-            if cgroup == CgroupId(0) {
-                return Err(job_err(
-                    spec,
-                    "cgroup_weight= needs cgroup= (the root cgroup has no weight)",
-                ));
-            }
-            if let Some((prev, by)) = weight_set.get(&cgroup) {
-                if *prev != w {
-                    return Err(job_err(
-                        spec,
-                        format!(
-                            "cgroup_weight={w} differs from cgroup_weight={prev} set by job '{by}' for the same cgroup"
-                        ),
-                    ));
-                }
-            }
-            weight_set.insert(cgroup, (w, spec.name.clone()));
-            cgroups
-                .set_weight(cgroup, w as u64)
-                .map_err(|e| job_err(spec, e.to_string()))?;
-        }
-        let ioprio = IoPrio {
-            class: match (spec.prioclass, spec.prio) {
-                (Some(c), _) => IoClass::from_number(c).unwrap_or_default(),
-                // ioprio_value() with class 0 and a level: the kernel treats a level
-                // without a class as best effort.
-                (None, Some(_)) => IoClass::Be,
-                (None, None) => IoClass::None,
-            },
-            level: spec.prio.unwrap_or(4),
-        };
+        let (_, size) = clone_region(0)?;
+        check_region(spec, size, &sim)?;
+        let cgroup = job_cgroup(spec, &mut cgroups, &mut weight_set)?;
+        let ioprio = job_ioprio(spec);
         let time_based = spec.time_based && spec.runtime_ns.is_some() && replays.is_empty();
         let job_ns = spec
             .start_delay_ns
@@ -552,6 +357,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         };
         for c in 0..spec.numjobs {
             let idx = clones.len() as u32;
+            let (offset, size) = clone_region(c)?;
             recording.push((recorder.clone(), log_prio));
             let mut target = |kind, prefix: &Option<String>, off: bool| {
                 let avg = match kind {
@@ -574,33 +380,24 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             target(LogKind::Clat, &lo.lat_prefix, lo.disable_clat);
             target(LogKind::Bw, &lo.bw_prefix, false);
             target(LogKind::Iops, &lo.iops_prefix, false);
-            let nr_cpus = opts.nr_cpus.max(1);
-            let cpu = match &spec.cpus_allowed {
-                Some(list) if !list.is_empty() => list[c as usize % list.len()] % nr_cpus,
-                _ => {
-                    let cpu = cpu_rr % nr_cpus;
-                    cpu_rr += 1;
-                    cpu
-                }
-            };
-            // Where the kernel may run the clone's thread: its one CPU with
-            // `split`, else the whole set (or every CPU).
-            let cpus_allowed = match &spec.cpus_allowed {
-                Some(list) if !list.is_empty() && !spec.cpus_allowed_split => {
-                    let mut v: Vec<u32> = list.iter().map(|c| c % nr_cpus).collect();
-                    v.dedup();
-                    v
-                }
-                Some(list) if !list.is_empty() => vec![cpu],
-                _ => (0..nr_cpus).collect(),
-            };
-            let base = spec.randseed.unwrap_or(0);
+            let (cpu, cpus_allowed) = clone_cpus(spec, c, opts.nr_cpus, &mut cpu_rr);
+            let mut cfg = clone_config(
+                spec,
+                opts,
+                Placement {
+                    job_index: k as u32,
+                    idx,
+                    group: barrier,
+                    offset,
+                    size,
+                    cpu,
+                    cpus_allowed,
+                    cgroup,
+                    ioprio,
+                    time_based,
+                },
+            );
             let replay = (!replays.is_empty()).then(|| &replays[c as usize % replays.len()]);
-            // fio probes a blktrace's depth unless `iodepth` is given.
-            let iodepth = match replay.and_then(|r| r.probed_depth) {
-                Some(d) if !spec.options.iter().any(|(k, _)| k == "iodepth") => d.max(1),
-                _ => spec.iodepth,
-            };
             write_iologs.push(spec.iolog.write.as_ref().map(|w| {
                 let name = spec
                     .filename
@@ -608,93 +405,18 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                     .unwrap_or_else(|| format!("/dev/{}", opts.device.name));
                 (w.clone(), name)
             }));
-            clones.push(JobConfig {
-                cpus_allowed,
-                engine: spec.ioengine,
-                fixedbufs: spec.fixedbufs && spec.ioengine == crate::fio::IoEngine::IoUring,
-                name: spec.name.clone(),
-                job_index: k as u32,
-                group: barrier,
-                rw: spec.rw,
-                rwmixread: spec.rwmixread,
-                bs: [spec.bs.read, spec.bs.write],
-                bs_dist: [spec.bs_dist[0].clone(), spec.bs_dist[1].clone()],
-                blockalign: [spec.blockalign[0], spec.blockalign[1]],
-                seq_nr: spec.rw_seq_nr,
-                seq_add: spec.rw_seq_add,
-                offset: spec.offset,
-                size,
-                // fio: `io_size` bytes (default: the region) per loop.
-                io_limit: match replay {
-                    Some(_) => u64::MAX,
-                    None => spec
-                        .io_size
-                        .unwrap_or(size)
-                        .saturating_mul(u64::from(spec.loops)),
-                },
-                number_ios: spec.number_ios,
-                runtime: spec.runtime_ns,
-                time_based,
-                ramp_time: spec.ramp_time_ns,
-                start_delay: spec.start_delay_ns,
-                depth: spec.ioengine.max_in_flight(iodepth),
-                async_engine: spec.ioengine.is_async(),
-                cpu,
-                pid: 1000 + idx,
-                ioprio,
-                cgroup,
-                seed: splitmix(
-                    opts.seed ^ splitmix(base) ^ (idx as u64).wrapping_mul(0xA24B_AED4_963E_E407),
-                ),
-                norandommap: spec.norandommap,
-                random_dist: spec.random_distribution.clone(),
-                batch_submit: if spec.ioengine.is_async() {
-                    spec.iodepth_batch_submit.max(1)
-                } else {
-                    1
-                },
-                plugs: matches!(
-                    spec.ioengine,
-                    crate::fio::IoEngine::Libaio | crate::fio::IoEngine::IoUring
-                ),
-                fsync_blocks: {
-                    let n = match (spec.fsync_blocks, spec.fdatasync_blocks) {
-                        (0, d) => d,
-                        (f, 0) => f,
-                        (f, d) => f.min(d),
-                    };
-                    // O_SYNC with a synchronous engine: generic_write_sync flushes
-                    // after every write.
-                    if spec.sync && !spec.ioengine.is_async() {
-                        1
-                    } else {
-                        n
+            if let Some(r) = replay {
+                // A replay's I/O ends with its log; fio probes a blktrace's
+                // depth unless `iodepth` is given.
+                cfg.replay = Some(r.source.clone());
+                cfg.io_limit = u64::MAX;
+                if let Some(d) = r.probed_depth {
+                    if !spec.options.iter().any(|(k, _)| k == "iodepth") {
+                        cfg.depth = spec.ioengine.max_in_flight(d.max(1));
                     }
-                },
-                end_fsync: spec.end_fsync || spec.fsync_on_close,
-                fua_writes: spec.sync,
-                buffered: !spec.direct,
-                invalidate: spec.invalidate,
-                // fio's td_io_open_file: posix_fadvise on the job's region.
-                fadvise: match spec.fadvise_hint.as_str() {
-                    "0" => Advice::Normal,
-                    "random" => Advice::Random,
-                    "sequential" => Advice::Sequential,
-                    _ if spec.rw.is_random() => Advice::Random,
-                    _ => Advice::Sequential,
-                },
-                submit_cost_ns: match &opts.host.cpus {
-                    // On a host model the thread's work before the lock (fio, the
-                    // system call, the engine) is what fio sees as slat.
-                    Some(h) => host_submit_ns(&h.costs, spec.ioengine, spec.fixedbufs),
-                    None => opts
-                        .submit_ns
-                        .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
-                },
-                thinktime: spec.thinktime,
-                rate: spec.rate,
-                replay: replay.map(|r| r.source.clone()),
-            });
+                }
+            }
+            clones.push(cfg);
         }
         let replay_rw = (!replays.is_empty()).then(|| {
             let any = |d: usize| replays.iter().any(|r| r.per_dir[d] > 0);
@@ -730,6 +452,530 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         replay_notes,
         write_iologs,
     })
+}
+
+/// The CPU clone `c` starts on (`cpus_allowed` in turn, else the next CPU
+/// round-robin) and the CPUs the kernel may run its thread on: its one CPU
+/// with `split`, else the whole set (or every CPU).
+fn clone_cpus(spec: &JobSpec, c: u32, nr_cpus: u32, cpu_rr: &mut u32) -> (u32, Vec<u32>) {
+    let nr_cpus = nr_cpus.max(1);
+    let cpu = match &spec.cpus_allowed {
+        Some(list) if !list.is_empty() => list[c as usize % list.len()] % nr_cpus,
+        _ => {
+            let cpu = *cpu_rr % nr_cpus;
+            *cpu_rr += 1;
+            cpu
+        }
+    };
+    // Where the kernel may run the clone's thread: its one CPU with
+    // `split`, else the whole set (or every CPU).
+    let cpus_allowed = match &spec.cpus_allowed {
+        Some(list) if !list.is_empty() && !spec.cpus_allowed_split => {
+            let mut v: Vec<u32> = list.iter().map(|c| c % nr_cpus).collect();
+            v.dedup();
+            v
+        }
+        Some(list) if !list.is_empty() => vec![cpu],
+        _ => (0..nr_cpus).collect(),
+    };
+    (cpu, cpus_allowed)
+}
+
+/// Where one clone sits: its job, index, group, region, CPUs, cgroup and
+/// priority, as the plan resolved them.
+struct Placement {
+    job_index: u32,
+    idx: u32,
+    group: u32,
+    offset: u64,
+    size: u64,
+    cpu: u32,
+    cpus_allowed: Vec<u32>,
+    cgroup: CgroupId,
+    ioprio: IoPrio,
+    time_based: bool,
+}
+
+/// One clone of `spec` as the simulator runs it: fio's options resolved
+/// (depth, batching, fsync, page-cache advice, submission cost, verification).
+fn clone_config(spec: &JobSpec, opts: &RunOptions, p: Placement) -> JobConfig {
+    let Placement {
+        job_index,
+        idx,
+        group,
+        offset,
+        size,
+        cpu,
+        cpus_allowed,
+        cgroup,
+        ioprio,
+        time_based,
+    } = p;
+    let base = spec.randseed.unwrap_or(0);
+    JobConfig {
+        cpus_allowed,
+        engine: spec.ioengine,
+        fixedbufs: spec.fixedbufs && spec.ioengine == crate::fio::IoEngine::IoUring,
+        name: spec.name.clone(),
+        job_index,
+        group,
+        rw: spec.rw,
+        rwmixread: spec.rwmixread,
+        bs: [spec.bs.read, spec.bs.write],
+        bs_dist: [spec.bs_dist[0].clone(), spec.bs_dist[1].clone()],
+        blockalign: [spec.blockalign[0], spec.blockalign[1]],
+        seq_nr: spec.rw_seq_nr,
+        seq_add: spec.rw_seq_add,
+        offset,
+        size,
+        // fio: `io_size` bytes (default: the region) per loop.
+        io_limit: spec
+            .io_size
+            .unwrap_or(size)
+            .saturating_mul(u64::from(spec.loops)),
+        number_ios: spec.number_ios,
+        runtime: spec.runtime_ns,
+        time_based,
+        ramp_time: spec.ramp_time_ns,
+        start_delay: spec.start_delay_ns,
+        // Offloaded, every worker has an I/O in flight, even with a
+        // synchronous engine (fio caps the depth at 1 only inline).
+        depth: if spec.offload {
+            spec.iodepth.max(1)
+        } else {
+            spec.ioengine.max_in_flight(spec.iodepth)
+        },
+        async_engine: spec.ioengine.is_async(),
+        cpu,
+        pid: 1000 + idx,
+        ioprio,
+        cgroup,
+        seed: splitmix(
+            opts.seed ^ splitmix(base) ^ (idx as u64).wrapping_mul(0xA24B_AED4_963E_E407),
+        ),
+        norandommap: spec.norandommap,
+        random_dist: spec.random_distribution.clone(),
+        batch_submit: if spec.ioengine.is_async() && !spec.offload {
+            spec.iodepth_batch_submit.max(1)
+        } else {
+            1
+        },
+        // Offloaded, each worker submits its one I/O alone.
+        plugs: !spec.offload
+            && matches!(
+                spec.ioengine,
+                crate::fio::IoEngine::Libaio | crate::fio::IoEngine::IoUring
+            ),
+        offload: spec.offload,
+        phase_clock: spec.verify.as_ref().map(|_| Default::default()),
+        fsync_blocks: {
+            let n = match (spec.fsync_blocks, spec.fdatasync_blocks) {
+                (0, d) => d,
+                (f, 0) => f,
+                (f, d) => f.min(d),
+            };
+            // O_SYNC with a synchronous engine: generic_write_sync flushes
+            // after every write.
+            if spec.sync && !spec.ioengine.is_async() {
+                1
+            } else {
+                n
+            }
+        },
+        end_fsync: spec.end_fsync || spec.fsync_on_close,
+        fua_writes: spec.sync,
+        buffered: !spec.direct && spec.ioengine != IoEngine::Null,
+        invalidate: spec.invalidate,
+        // fio's td_io_open_file: posix_fadvise on the job's region.
+        fadvise: match spec.fadvise_hint.as_str() {
+            "0" => Advice::Normal,
+            "random" => Advice::Random,
+            "sequential" => Advice::Sequential,
+            _ if spec.rw.is_random() => Advice::Random,
+            _ => Advice::Sequential,
+        },
+        submit_cost_ns: match &opts.host.cpus {
+            // The null engine: fio's own work only.
+            Some(h) if spec.ioengine == IoEngine::Null => h.costs.fio_io_ns,
+            // On a host model the thread's work before the lock (fio, the
+            // system call, the engine) is what fio sees as slat.
+            Some(h) => host_submit_ns(&h.costs, spec.ioengine, spec.fixedbufs),
+            None => opts
+                .submit_ns
+                .unwrap_or_else(|| default_submit_cost_ns(spec.ioengine)),
+        },
+        thinktime: spec.thinktime,
+        rate: spec.rate,
+        verify: spec.verify.as_ref().map(|v| crate::job::VerifyConfig {
+            pass_bytes: spec.io_size.unwrap_or(size),
+            passes: spec.loops.max(1),
+            backlog: v.backlog,
+            batch: if v.backlog_batch > 0 {
+                v.backlog_batch
+            } else {
+                v.backlog
+            },
+            sorted: spec.norandommap
+                || spec.rw_seq_add != 0
+                || spec.rw_seq_nr > 1
+                || spec.io_size.is_some_and(|n| n > size),
+            only: v.only,
+        }),
+        // A replaying clone gets its source after this (see `plan`).
+        replay: None,
+    }
+}
+
+/// A device filename (under `/dev/`) names the simulated device: the disk
+/// statistics' name. Two different ones cannot be simulated.
+fn note_device(spec: &JobSpec, disk_name: &mut Option<String>) -> Result<(), RunError> {
+    if let Some(f) = spec.filename.as_ref().filter(|f| f.starts_with("/dev/")) {
+        let name = f.rsplit('/').next().unwrap_or(f).to_string();
+        match disk_name {
+            Some(d) if *d != name => {
+                return Err(job_err(
+                    spec,
+                    format!(
+                        "filename={f} differs from an earlier job's; iosched simulates one device"
+                    ),
+                ))
+            }
+            _ => *disk_name = Some(name),
+        }
+    }
+    Ok(())
+}
+
+/// Direct I/O's alignment: block sizes and the offset in 512-byte sectors.
+fn check_alignment(spec: &JobSpec) -> Result<(), RunError> {
+    for (i, (d, bs)) in [("read", spec.bs.read), ("write", spec.bs.write)]
+        .into_iter()
+        .enumerate()
+    {
+        let sizes: Vec<u64> = match &spec.bs_dist[i] {
+            None => vec![bs],
+            Some(crate::fio::BsDist::Range { min, max }) => vec![*min, *max],
+            Some(crate::fio::BsDist::Split(t)) => t.iter().map(|e| e.0).collect(),
+        };
+        for bs in sizes {
+            if bs % 512 != 0 {
+                return Err(job_err(spec, format!("{d} block size {bs} is not a multiple of 512 bytes, which direct I/O requires")));
+            }
+        }
+    }
+    if !spec.offset.is_multiple_of(512) {
+        return Err(job_err(
+            spec,
+            format!("offset={} is not a multiple of 512 bytes", spec.offset),
+        ));
+    }
+    Ok(())
+}
+
+/// What the job's region (its first clone's `size` bytes) must allow: its
+/// distribution's blocks and zones, one block, and for buffered I/O a block
+/// the page cache can hold.
+fn check_region(spec: &JobSpec, size: u64, sim: &SimConfig) -> Result<(), RunError> {
+    if let crate::fio::RandomDist::Sequence { blocks, .. } = &spec.random_distribution {
+        let max = size / spec.bs.min().max(1);
+        if let Some(b) = blocks.iter().find(|&&b| b >= max) {
+            return Err(job_err(
+                spec,
+                format!("sequence block {b} is out of bounds (the region has {max} blocks)"),
+            ));
+        }
+    }
+    if let crate::fio::RandomDist::ZonedAbs(z) = &spec.random_distribution {
+        for (d, zones) in z.iter().enumerate().take(2) {
+            let total: u64 = zones.iter().map(|z| z.1).sum();
+            if total > size {
+                return Err(job_err(
+                    spec,
+                    format!(
+                        "zoned_abs {} zones add up to {total} bytes, more than the region's {size}",
+                        ["read", "write"][d]
+                    ),
+                ));
+            }
+        }
+    }
+    let min_bs = match spec.rw {
+        RwMode::Read | RwMode::RandRead => spec.bs.read,
+        RwMode::Write | RwMode::RandWrite => spec.bs.write,
+        _ => spec.bs.read.max(spec.bs.write),
+    };
+    if size < min_bs {
+        return Err(job_err(
+            spec,
+            format!("size={size} is smaller than the block size {min_bs}"),
+        ));
+    }
+    if !spec.direct {
+        let max_bs = spec.bs_dist[..2]
+            .iter()
+            .zip([spec.bs.read, spec.bs.write])
+            .map(|(d, bs)| d.as_ref().map_or(bs, |d| d.max()))
+            .max()
+            .unwrap_or(0);
+        if max_bs * 4 > sim.vm.mem_mb << 20 {
+            return Err(job_err(
+                spec,
+                format!(
+                    "block size {max_bs} is more than a quarter of the simulated memory \
+                     (vm.mem_mb={}); the page cache could not hold a buffered I/O",
+                    sim.vm.mem_mb
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The job's cgroup, interned, with its `cgroup_weight` (which jobs sharing
+/// the cgroup must agree on).
+fn job_cgroup(
+    spec: &JobSpec,
+    cgroups: &mut blk::CgroupTable,
+    weight_set: &mut std::collections::HashMap<CgroupId, (u32, String)>,
+) -> Result<CgroupId, RunError> {
+    let cgroup = match &spec.cgroup {
+        None => CgroupId(0),
+        Some(c) => cgroups.intern(c),
+    };
+    if let Some(w) = spec.cgroup_weight {
+        // fio writes the weight into the job's cgroup; with BFQ that is the
+        // group weight (io.bfq.weight).
+        if cgroup == CgroupId(0) {
+            return Err(job_err(
+                spec,
+                "cgroup_weight= needs cgroup= (the root cgroup has no weight)",
+            ));
+        }
+        if let Some((prev, by)) = weight_set.get(&cgroup) {
+            if *prev != w {
+                return Err(job_err(
+                    spec,
+                    format!(
+                        "cgroup_weight={w} differs from cgroup_weight={prev} set by job '{by}' for the same cgroup"
+                    ),
+                ));
+            }
+        }
+        weight_set.insert(cgroup, (w, spec.name.clone()));
+        cgroups
+            .set_weight(cgroup, w as u64)
+            .map_err(|e| job_err(spec, e.to_string()))?;
+    }
+    Ok(cgroup)
+}
+
+/// The job's I/O priority (`prioclass`, `prio`), as `ioprio_value` makes it.
+fn job_ioprio(spec: &JobSpec) -> IoPrio {
+    IoPrio {
+        class: match (spec.prioclass, spec.prio) {
+            (Some(c), _) => IoClass::from_number(c).unwrap_or_default(),
+            // ioprio_value() with class 0 and a level: the kernel treats a level
+            // without a class as best effort.
+            (None, Some(_)) => IoClass::Be,
+            (None, None) => IoClass::None,
+        },
+        level: spec.prio.unwrap_or(4),
+    }
+}
+
+/// The scheduler: the command line's, else the jobs' `ioscheduler` (which
+/// must agree), else the kernel's default for the device.
+fn choose_scheduler(
+    input: &FioInput,
+    opts: &RunOptions,
+    info: &devices::DeviceInfo,
+) -> Result<String, RunError> {
+    let mut from_jobs: Option<&str> = None;
+    for j in &input.jobs {
+        if let Some(s) = j.ioscheduler.as_deref() {
+            match from_jobs {
+                Some(prev) if prev != s => {
+                    return Err(job_err(
+                        j,
+                        format!("ioscheduler={s} differs from an earlier job's ioscheduler={prev}; iosched simulates one device with one scheduler"),
+                    ))
+                }
+                _ => from_jobs = Some(s),
+            }
+        }
+    }
+    let scheduler = opts
+        .scheduler
+        .clone()
+        .or(from_jobs.map(str::to_string))
+        .unwrap_or_else(|| info.default_scheduler.to_string());
+    if !blk::elevator::SCHEDULERS
+        .iter()
+        .any(|s| s.name == scheduler)
+    {
+        return Err(RunError::Setting(
+            blk::elevator::UnknownScheduler(scheduler).to_string(),
+        ));
+    }
+    Ok(scheduler)
+}
+
+/// The simulation's settings: the host, then every `--set` (`blk.*`,
+/// `vm.*`, the scheduler's tunables) in order.
+fn sim_config(
+    opts: &RunOptions,
+    info: &devices::DeviceInfo,
+    scheduler: &str,
+) -> Result<SimConfig, RunError> {
+    let mut sim = SimConfig {
+        scheduler: scheduler.to_string(),
+        hz: opts.hz,
+        nr_cpus: opts.nr_cpus,
+        host: opts.host.clone(),
+        ..Default::default()
+    };
+    if let Some(h) = &opts.host.cpus {
+        // The page copy is a host cost; `--set vm.page_copy_ns` still overrides it.
+        sim.vm.page_copy_ns = h.costs.page_copy_ns;
+        if opts.submit_ns.is_some() {
+            return Err(RunError::Setting(format!(
+                "--submit-ns applies to --host free only; host '{}' prices each step of a \
+                 submission itself (change its costs with --host-file)",
+                opts.host.name
+            )));
+        }
+    }
+    for (ns, name, value) in &opts.settings {
+        if ns == "blk" {
+            apply_blk_setting(&mut sim, info, name, value)?;
+        } else if ns == "vm" {
+            apply_vm_setting(&mut sim, name, value)?;
+        } else if *ns == scheduler {
+            sim.tunables.push((name.clone(), value.clone()));
+        } else {
+            return Err(RunError::Setting(format!(
+                "--set {ns}.{name}={value}: the run uses scheduler '{scheduler}', not '{ns}'"
+            )));
+        }
+    }
+    Ok(sim)
+}
+
+/// One page cache is shared by every job of the run; direct I/O to a range
+/// with cached pages writes them back and invalidates them first
+/// (`kiocb_invalidate_pages`), which is not modeled: no mixing. Buffered
+/// writeback is not attributed to cgroups either.
+fn check_io_modes(input: &FioInput) -> Result<(), RunError> {
+    let block_jobs = || input.jobs.iter().filter(|j| j.ioengine != IoEngine::Null);
+    if let (Some(d), Some(b)) = (
+        block_jobs().find(|j| j.direct),
+        block_jobs().find(|j| !j.direct),
+    ) {
+        return Err(job_err(
+            b,
+            format!(
+                "buffered I/O in a run that also has direct I/O (job '{}') is not modeled; \
+                 make every job direct=1 or every job buffered",
+                d.name
+            ),
+        ));
+    }
+    if let Some(j) = block_jobs().find(|j| !j.direct && j.cgroup.is_some()) {
+        return Err(job_err(
+            j,
+            "cgroup= with buffered I/O (cgroup writeback attribution) is not modeled; use direct=1",
+        ));
+    }
+    Ok(())
+}
+
+/// The size of a clone's region in its file (or the device): `size`, a
+/// percentage of what follows `offset`, or all of it (`fill_device`, no
+/// size); `offset` is bytes into the file.
+fn region(spec: &JobSpec, file: files::Extent, offset: u64, dev: &str) -> Result<u64, RunError> {
+    let what = if file.start == 0
+        && spec
+            .filename
+            .as_deref()
+            .is_none_or(|f| f.starts_with("/dev/"))
+    {
+        format!("device '{dev}'")
+    } else {
+        "its file".to_string()
+    };
+    if offset >= file.len {
+        return Err(job_err(
+            spec,
+            format!(
+                "offset={offset} is beyond the end of {what} ({} bytes)",
+                file.len
+            ),
+        ));
+    }
+    let rest = file.len - offset;
+    let size = match spec.size {
+        _ if spec.files.fill_device => rest,
+        None => rest,
+        Some(SizeSpec::Bytes(b)) => b,
+        Some(SizeSpec::Percent(p)) => rest * p as u64 / 100 / 512 * 512,
+    };
+    if size > rest {
+        return Err(job_err(spec, format!(
+            "offset+size={} exceeds the capacity of {what} ({} bytes); use a smaller size or another --device",
+            offset + size, file.len
+        )));
+    }
+    Ok(size)
+}
+
+/// fio's null engine: its jobs never reach the block layer, so a run of
+/// them is simulated on the free host, each I/O costing its thread fio's
+/// own work (the host's `fio_io_ns`, or `--submit-ns`). Mixing them with
+/// block-engine jobs, and what only a file can do (fsync, verification),
+/// is refused.
+fn null_engine_setup(
+    input: &FioInput,
+    opts: &RunOptions,
+    sim: &mut SimConfig,
+) -> Result<(), RunError> {
+    let null = |j: &&JobSpec| j.ioengine == IoEngine::Null;
+    let Some(first) = input.jobs.iter().find(null) else {
+        return Ok(());
+    };
+    if let Some(b) = input.jobs.iter().find(|j| !null(j)) {
+        return Err(job_err(
+            b,
+            format!(
+                "ioengine={} in a run with ioengine=null jobs (job '{}') is not modeled; \
+                 the null engine's jobs run apart from the block layer",
+                b.ioengine.as_str(),
+                first.name
+            ),
+        ));
+    }
+    for j in &input.jobs {
+        if j.fsync_blocks > 0 || j.fdatasync_blocks > 0 || j.end_fsync || j.fsync_on_close {
+            return Err(job_err(j, "fsync with ioengine=null is not modeled"));
+        }
+        if j.verify.is_some() {
+            return Err(job_err(j, "verify with ioengine=null is not modeled"));
+        }
+    }
+    let cost = match &opts.host.cpus {
+        Some(h) => h.costs.fio_io_ns,
+        None => opts
+            .submit_ns
+            .unwrap_or_else(|| default_submit_cost_ns(IoEngine::Null)),
+    };
+    if cost == 0 {
+        return Err(job_err(
+            first,
+            "ioengine=null with free submissions would do all its I/O at one instant; \
+             give --submit-ns a cost",
+        ));
+    }
+    sim.host = host::host("free").expect("the free host is built in");
+    Ok(())
 }
 
 /// Page-cache settings `--set vm.NAME=VALUE` knows, for error messages.
@@ -893,6 +1139,9 @@ struct Collector<'a> {
     iologs: Vec<(crate::trace::fio_iolog::IologWriter, Option<Ns>)>,
     /// The first error writing an iolog (writer index, error).
     iolog_error: Option<(usize, std::io::Error)>,
+    /// Per clone: a verifying job's phase clock, and whether it has a
+    /// backlog.
+    clocks: Vec<Option<(std::sync::Arc<crate::job::PhaseClock>, bool)>>,
 }
 
 impl Collector<'_> {
@@ -993,7 +1242,17 @@ impl IoObserver for Collector<'_> {
         self.finish_order.push(job);
         if let Some(r) = self.recorders[job].take() {
             let start = r.start_ns();
-            let (stats, logs) = r.finish_logged(now.0);
+            let (mut stats, logs) = r.finish_logged(now.0);
+            if let Some((c, backlog)) = &self.clocks[job] {
+                // fio's runtimes per phase: writing, then verifying.
+                let [read, write] = c.runtimes(now, *backlog);
+                if stats.read.runtime_ms > 0 {
+                    stats.read.runtime_ms = read;
+                }
+                if stats.write.runtime_ms > 0 {
+                    stats.write.runtime_ms = write;
+                }
+            }
             self.stats[job] = Some(stats);
             // A clone still ramping when it ends logs nothing, as in fio.
             let mut logs = logs.or_else(|| self.logs[job].take());
@@ -1071,20 +1330,9 @@ pub fn ctime(epoch: u64) -> String {
     )
 }
 
-/// Run a planned simulation and build fio's report. `progress` is called now and then
-/// with the virtual time and the bytes completed so far.
-pub fn run(
-    input: &FioInput,
-    opts: &RunOptions,
-    plan: Plan,
-    progress: Option<&mut dyn FnMut(Ns, u64)>,
-) -> Result<RunReport, RunError> {
-    let device = opts.device.build();
-    let n = plan.clones.len();
-    let async_engine = plan.clones.iter().map(|c| c.async_engine).collect();
-    let mut sim = Simulation::new(&plan.sim, device, plan.clones.clone())?;
-    // How each clone reaps completions (fio's `iodepth_batch_complete_min` /
-    // `_max`); a synchronous engine completes each I/O in its system call.
+/// How each clone reaps completions (fio's `iodepth_batch_complete_min` /
+/// `_max`); a synchronous engine completes each I/O in its system call.
+fn set_reaping(sim: &mut Simulation, plan: &Plan) {
     for r in &plan.jobs {
         if r.spec.ioengine.is_async() {
             for c in r.clones.clone() {
@@ -1096,17 +1344,17 @@ pub fn run(
             }
         }
     }
-    let tunables: Vec<(String, String)> = sim
-        .elevator()
-        .tunables()
-        .iter()
-        .map(|t| {
-            let v = sim.elevator().get_tunable(t.name).unwrap_or_default();
-            (t.name.to_string(), v)
-        })
-        .collect();
-    // The log files: created before the run (so a bad path fails at once) as
-    // temporaries, moved into place once everything has succeeded.
+}
+
+/// Per clone, the logs it writes and their paths, and the files they go to:
+/// created before the run (so a bad path fails at once) as temporaries, moved
+/// into place once everything has succeeded.
+#[allow(clippy::type_complexity)]
+fn open_logs(
+    opts: &RunOptions,
+    plan: &Plan,
+) -> Result<(Vec<Option<JobLogs>>, Vec<Vec<String>>, Option<LogFiles>), RunError> {
+    let n = plan.clones.len();
     let mut logs: Vec<Option<JobLogs>> = (0..n).map(|_| None).collect();
     let mut log_paths: Vec<Vec<String>> = vec![Vec::new(); n];
     let log_files = if opts.write_logs && !plan.logs.is_empty() {
@@ -1130,106 +1378,46 @@ pub fn run(
     } else {
         None
     };
-    // write_iolog files: one writer per distinct path, written to a temporary in
-    // the same directory and moved into place once the run has succeeded.
-    let mut iolog_of = vec![None; n];
-    let mut iolog_paths: Vec<String> = Vec::new();
-    let mut iolog_tmps = Vec::new();
-    let mut iologs = Vec::new();
-    if opts.write_logs {
-        for (c, w) in plan.write_iologs.iter().enumerate() {
-            let Some((path, name)) = w else {
-                continue;
-            };
-            let idx = match iolog_paths.iter().position(|p| p == path) {
-                Some(i) => i,
-                None => {
-                    let werr = |source| RunError::WriteIolog {
-                        path: path.clone(),
-                        source,
-                    };
-                    let p = std::path::Path::new(path);
-                    let dir = match p.parent() {
-                        Some(d) if !d.as_os_str().is_empty() => d,
-                        _ => std::path::Path::new("."),
-                    };
-                    let tmp = tempfile::Builder::new()
-                        .prefix(".iosched-iolog")
-                        .tempfile_in(dir)
-                        .map_err(werr)?;
-                    let file = tmp.as_file().try_clone().map_err(werr)?;
-                    let writer =
-                        crate::trace::fio_iolog::IologWriter::new(file, name).map_err(werr)?;
-                    iolog_paths.push(path.clone());
-                    iolog_tmps.push(tmp);
-                    iologs.push((writer, None));
-                    iolog_paths.len() - 1
-                }
-            };
-            iolog_of[c] = Some(idx);
+    Ok((logs, log_paths, log_files))
+}
+
+/// The `write_iolog` files of a run: one writer per distinct path, written to a
+/// temporary in the same directory and moved into place once the run has
+/// succeeded.
+struct IologFiles {
+    /// Per clone: the writer it records to.
+    of: Vec<Option<usize>>,
+    paths: Vec<String>,
+    tmps: Vec<tempfile::NamedTempFile>,
+    writers: Vec<(crate::trace::fio_iolog::IologWriter, Option<Ns>)>,
+}
+
+impl IologFiles {
+    /// The writers, for the collector (which records into them).
+    fn take_writers(&mut self) -> Vec<(crate::trace::fio_iolog::IologWriter, Option<Ns>)> {
+        std::mem::take(&mut self.writers)
+    }
+
+    /// Close every writer at `end` and, unless the run was interrupted, put
+    /// the files in place.
+    fn finish(self, col: &mut Collector<'_>, end: Ns, interrupted: bool) -> Result<(), RunError> {
+        if let Some((w, e)) = col.iolog_error.take() {
+            return Err(RunError::WriteIolog {
+                path: self.paths[w].clone(),
+                source: e,
+            });
         }
-    }
-    let mut col = Collector {
-        iolog_of,
-        iologs,
-        iolog_error: None,
-        recorders: (0..n).map(|_| None).collect(),
-        stats: vec![None; n],
-        async_engine,
-        ends: vec![Ns::ZERO; n],
-        done_bytes: 0,
-        progress,
-        recording: plan.recording.clone(),
-        logs,
-        ramps: plan.clones.iter().map(|c| c.ramp_time > 0).collect(),
-        finish_order: Vec::new(),
-        log_error: None,
-        log_paths,
-    };
-    let summary = sim.run(&mut col);
-    let interrupted = stop_requested();
-    if interrupted {
-        // As fio on Ctrl-C: every job still running ends now, with what it did.
-        for j in 0..n {
-            if col.recorders[j].is_some() {
-                col.job_finished(j, summary.end);
-            }
+        for (i, (w, origin)) in std::mem::take(&mut col.iologs).into_iter().enumerate() {
+            let at_us = end.0.saturating_sub(origin.unwrap_or(Ns::ZERO).0) / 1_000;
+            w.finish(at_us).map_err(|source| RunError::WriteIolog {
+                path: self.paths[i].clone(),
+                source,
+            })?;
         }
-    }
-    if let Some(h) = &summary.host {
-        for (st, t) in col.stats.iter_mut().zip(&h.jobs) {
-            if let Some(st) = st.as_mut() {
-                st.usr_ns = t.usr;
-                st.sys_ns = t.sys;
-                st.ctx = t.nvcsw + t.nivcsw;
-            }
+        if interrupted {
+            return Ok(());
         }
-    }
-    if let Some(e) = col.log_error.take() {
-        return Err(e.into());
-    }
-    // A trace that failed while running (it was checked before, so only if it
-    // changed): nothing is reported, no iolog is left.
-    for c in &plan.clones {
-        if let Some(e) = c.replay.as_ref().and_then(|r| r.error()) {
-            return Err(e.into());
-        }
-    }
-    if let Some((w, e)) = col.iolog_error.take() {
-        return Err(RunError::WriteIolog {
-            path: iolog_paths[w].clone(),
-            source: e,
-        });
-    }
-    for (i, (w, origin)) in std::mem::take(&mut col.iologs).into_iter().enumerate() {
-        let at_us = summary.end.0.saturating_sub(origin.unwrap_or(Ns::ZERO).0) / 1_000;
-        w.finish(at_us).map_err(|source| RunError::WriteIolog {
-            path: iolog_paths[i].clone(),
-            source,
-        })?;
-    }
-    if !interrupted {
-        for (tmp, path) in iolog_tmps.into_iter().zip(&iolog_paths) {
+        for (tmp, path) in self.tmps.into_iter().zip(&self.paths) {
             // fio creates the file with fopen(): mode 0666 less the umask; a
             // temporary is 0600, so give it the usual 0644.
             #[cfg(unix)]
@@ -1244,26 +1432,66 @@ pub fn run(
                 source: e.error,
             })?;
         }
+        Ok(())
     }
-    // Clones that never started (or never finished) wrote nothing; their logs
-    // are closed empty, as fio's would be.
-    for l in col.logs.iter_mut().flatten() {
-        let _ = l.finish(0);
-    }
-    col.logs.clear();
-    // An interrupted run's logs stop mid-way: none is put in place.
-    if let Some(files) = log_files.filter(|_| !interrupted) {
-        files.commit(&col.finish_order)?;
-    }
+}
 
-    let mut report = RunReport {
-        fio_version: crate::report::FIO_VERSION.to_string(),
-        timestamp_secs: opts.epoch_secs,
-        timestamp_ms: opts.epoch_secs * 1000,
-        time_string: ctime(opts.epoch_secs),
-        global_options: input.global.clone(),
-        ..Default::default()
+/// Create the run's `write_iolog` files (as temporaries; see [`IologFiles`]).
+fn open_iologs(opts: &RunOptions, plan: &Plan) -> Result<IologFiles, RunError> {
+    let mut f = IologFiles {
+        of: vec![None; plan.clones.len()],
+        paths: Vec::new(),
+        tmps: Vec::new(),
+        writers: Vec::new(),
     };
+    if !opts.write_logs {
+        return Ok(f);
+    }
+    for (c, w) in plan.write_iologs.iter().enumerate() {
+        let Some((path, name)) = w else {
+            continue;
+        };
+        let idx = match f.paths.iter().position(|p| p == path) {
+            Some(i) => i,
+            None => {
+                let werr = |source| RunError::WriteIolog {
+                    path: path.clone(),
+                    source,
+                };
+                let p = std::path::Path::new(path);
+                let dir = match p.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => std::path::Path::new("."),
+                };
+                let tmp = tempfile::Builder::new()
+                    .prefix(".iosched-iolog")
+                    .tempfile_in(dir)
+                    .map_err(werr)?;
+                let file = tmp.as_file().try_clone().map_err(werr)?;
+                let writer = crate::trace::fio_iolog::IologWriter::new(file, name).map_err(werr)?;
+                f.paths.push(path.clone());
+                f.tmps.push(tmp);
+                f.writers.push((writer, None));
+                f.paths.len() - 1
+            }
+        };
+        f.of[c] = Some(idx);
+    }
+    Ok(f)
+}
+
+/// The report's header lines: the run's settings, the scheduler's tunables,
+/// the options ignored (returned, for the JSON too), fio's warnings, an
+/// interruption.
+fn report_header<'a>(
+    report: &mut RunReport,
+    input: &'a FioInput,
+    opts: &RunOptions,
+    plan: &Plan,
+    tunables: &[(String, String)],
+    interrupted: bool,
+    end: Ns,
+) -> Vec<&'a str> {
     let tun_text = tunables
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -1315,12 +1543,16 @@ pub fn run(
     if interrupted {
         report.header.push(format!(
             "iosched: interrupted at {:.3} s of simulated time: the report covers what was simulated until then; no log files were written",
-            summary.end.0 as f64 / 1e9
+            end.0 as f64 / 1e9
         ));
     }
+    ignored
+}
 
-    // One entry per clone, or per reporting group when any job in it asks for
-    // group_reporting (fio sums the whole group).
+/// One report entry per clone, or per reporting group when any job in it
+/// asks for group_reporting (fio sums the whole group).
+fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobResult> {
+    let mut out = Vec::new();
     let mut done_groups = Vec::new();
     for r in &plan.jobs {
         let group_reporting = plan
@@ -1375,16 +1607,128 @@ pub fn run(
                 .unwrap_or_default();
             let mut jr = JobResult::new(&r.spec.name, r.groupid, JobStats::merged(parts));
             jr.pid = 1000 + r.clones.start as u32;
-            report.jobs.push(fill(jr, &r.spec, end));
+            out.push(fill(jr, &r.spec, end));
         } else {
             for c in r.clones.clone() {
                 let stats = col.stats[c].clone().unwrap_or_default();
                 let mut jr = JobResult::new(&r.spec.name, r.groupid, stats);
                 jr.pid = 1000 + c as u32;
-                report.jobs.push(fill(jr, &r.spec, col.ends[c]));
+                out.push(fill(jr, &r.spec, col.ends[c]));
             }
         }
     }
+    out
+}
+
+/// Run a planned simulation and build fio's report. `progress` is called now and then
+/// with the virtual time and the bytes completed so far.
+pub fn run(
+    input: &FioInput,
+    opts: &RunOptions,
+    plan: Plan,
+    progress: Option<&mut dyn FnMut(Ns, u64)>,
+) -> Result<RunReport, RunError> {
+    let device = opts.device.build();
+    let n = plan.clones.len();
+    let async_engine = plan.clones.iter().map(|c| c.async_engine).collect();
+    let mut sim = Simulation::new(&plan.sim, device, plan.clones.clone())?;
+    set_reaping(&mut sim, &plan);
+    let tunables: Vec<(String, String)> = sim
+        .elevator()
+        .tunables()
+        .iter()
+        .map(|t| {
+            let v = sim.elevator().get_tunable(t.name).unwrap_or_default();
+            (t.name.to_string(), v)
+        })
+        .collect();
+    let (logs, log_paths, log_files) = open_logs(opts, &plan)?;
+    let mut iolog_files = open_iologs(opts, &plan)?;
+    let mut col = Collector {
+        iolog_of: iolog_files.of.clone(),
+        iologs: iolog_files.take_writers(),
+        iolog_error: None,
+        recorders: (0..n).map(|_| None).collect(),
+        stats: vec![None; n],
+        async_engine,
+        ends: vec![Ns::ZERO; n],
+        done_bytes: 0,
+        progress,
+        recording: plan.recording.clone(),
+        logs,
+        ramps: plan.clones.iter().map(|c| c.ramp_time > 0).collect(),
+        finish_order: Vec::new(),
+        log_error: None,
+        log_paths,
+        clocks: plan
+            .clones
+            .iter()
+            .map(|c| {
+                let backlog = c.verify.is_some_and(|v| v.backlog > 0);
+                c.phase_clock.clone().map(|k| (k, backlog))
+            })
+            .collect(),
+    };
+    let summary = sim.run(&mut col);
+    let interrupted = stop_requested();
+    if interrupted {
+        // As fio on Ctrl-C: every job still running ends now, with what it did.
+        for j in 0..n {
+            if col.recorders[j].is_some() {
+                col.job_finished(j, summary.end);
+            }
+        }
+    }
+    if let Some(h) = &summary.host {
+        for (st, t) in col.stats.iter_mut().zip(&h.jobs) {
+            if let Some(st) = st.as_mut() {
+                st.usr_ns = t.usr;
+                st.sys_ns = t.sys;
+                st.ctx = t.nvcsw + t.nivcsw;
+            }
+        }
+    }
+    if let Some(e) = col.log_error.take() {
+        return Err(e.into());
+    }
+    // A trace that failed while running (it was checked before, so only if it
+    // changed): nothing is reported, no iolog is left.
+    for c in &plan.clones {
+        if let Some(e) = c.replay.as_ref().and_then(|r| r.error()) {
+            return Err(e.into());
+        }
+    }
+    iolog_files.finish(&mut col, summary.end, interrupted)?;
+    // Clones that never started (or never finished) wrote nothing; their logs
+    // are closed empty, as fio's would be.
+    for l in col.logs.iter_mut().flatten() {
+        let _ = l.finish(0);
+    }
+    col.logs.clear();
+    // An interrupted run's logs stop mid-way: none is put in place.
+    if let Some(files) = log_files.filter(|_| !interrupted) {
+        files.commit(&col.finish_order)?;
+    }
+
+    let mut report = RunReport {
+        fio_version: crate::report::FIO_VERSION.to_string(),
+        timestamp_secs: opts.epoch_secs,
+        timestamp_ms: opts.epoch_secs * 1000,
+        time_string: ctime(opts.epoch_secs),
+        global_options: input.global.clone(),
+        ..Default::default()
+    };
+    let ignored = report_header(
+        &mut report,
+        input,
+        opts,
+        &plan,
+        &tunables,
+        interrupted,
+        summary.end,
+    );
+
+    report.jobs = job_entries(&plan, &col, opts);
     report.compute_groups();
 
     let d = &summary.disk;

@@ -17,6 +17,7 @@ use devices::Device;
 use std::collections::BTreeMap;
 
 mod host_path;
+mod null_engine;
 
 /// What the simulation reports as it runs.
 pub trait IoObserver {
@@ -717,6 +718,10 @@ impl Simulation {
 
     /// Submit up to `max_ios` I/Os of job `j` now.
     fn fill_now(&mut self, j: usize, now: Ns, max_ios: usize, obs: &mut dyn IoObserver) {
+        if self.jobs[j].cfg.engine == crate::fio::IoEngine::Null {
+            self.fill_null(j, now, max_ios, obs);
+            return;
+        }
         if self.jobs[j].cfg.buffered {
             self.write_buffered(j, now, obs);
             return;

@@ -295,6 +295,31 @@ fn validation_errors() {
         ("size=$mb_memory", "not supported"),
         ("iodepth=4,8", "single integer"),
         ("thread=x", "expected an integer"),
+        ("verify=crc99", "invalid value 'crc99' for verify"),
+        ("do_verify=2", "expected 0 or 1"),
+        ("verify_backlog=-1", "verify_backlog"),
+        ("rw=write\nverify=md5\ndirect=0", "verify with buffered I/O"),
+        (
+            "rw=write\nverify=md5\ndirect=1\nverify_only\ntime_based\nruntime=1",
+            "verify_only does not support time_based",
+        ),
+        (
+            "io_submit_mode=later",
+            "invalid value 'later' for io_submit_mode",
+        ),
+        ("filesize=big", "malformed number"),
+        ("directory=a:b", "several directories"),
+        ("offset_increment=10%", "percentage is not modeled yet"),
+        ("random_distribution=sequence", "needs block indices"),
+        (
+            "random_distribution=sequence:1,x",
+            "malformed block index 'x'",
+        ),
+        ("random_sequence_stride=yes", "expected 0 or 1"),
+        (
+            "experimental_verify=1",
+            "option 'experimental_verify' is not modeled yet",
+        ),
     ];
     for (extra, want) in cases {
         let e = one(extra).expect_err(extra);

@@ -30,7 +30,10 @@ use super::sim_opts::parse_set;
      iosched bench --sched mq-deadline --cpus 128 --vary mq-deadline.variant=mainline,per-cpu-stats"
 )]
 pub struct Args {
-    /// Simulated time of the short run, ms (the long run is 10x this).
+    /// Simulated time of each workload's short run, ms, times the workload's own
+    /// scale (x1 for ideal and nvme-gen4, x10 for the hdd-7200 sequential read,
+    /// x200 for the hdd-7200 random read, so that enough requests complete); the
+    /// long run is 10x the short one. The scheduler timing does not use it.
     #[arg(long, default_value_t = 1000)]
     pub simulated_ms: u64,
     /// Time only this scheduler (repeatable).

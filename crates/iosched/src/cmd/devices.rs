@@ -7,7 +7,7 @@ use std::io::Write as _;
 /// List the built-in device profiles with every parameter: name, unit, value, meaning.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  iosched devices\n  iosched devices hdd-7200\n  iosched devices --device-file my-disk.toml\n  iosched devices import-disksim atlas_III.parv --out atlas_III.toml"
+    after_help = "Examples:\n  iosched devices\n  iosched devices hdd-7200\n  iosched devices --device-file crates/devices/profiles/ssd-sata.toml\n  iosched devices import-disksim data/disksim-valid/atlas_III.parv --out atlas_III.toml"
 )]
 pub struct Args {
     /// Show only this profile (or `import-disksim DRIVE.parv`: import a DiskSim drive).

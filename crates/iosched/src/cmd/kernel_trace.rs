@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[command(after_help = "Examples:\n  \
 iosched kernel-trace record --out rr.txt --set fifo_batch=1 -- --name=rr --rw=randread \
 --ioengine=libaio --iodepth=32 --bs=4k --direct=1 --io_size=4M\n  \
-iosched kernel-trace compare rr.txt --sched mq-deadline")]
+iosched kernel-trace compare rr.txt --sched mq-deadline\n  \
+iosched kernel-trace compare crates/sim/tests/data/kernel/randwrite.txt --sched mq-deadline\n\n\
+(the last one compares a recording kept in the repository)")]
 pub struct Args {
     #[command(subcommand)]
     cmd: Sub,
@@ -97,7 +99,7 @@ pub struct RecordArgs {
 /// kernel's decisions it reproduces, exactly and with tracing artefacts explained.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Example:\n  iosched kernel-trace compare \
-crates/sim/tests/data/kt-randread-fb1.txt --sched mq-deadline --show 3")]
+crates/sim/tests/data/kernel/randwrite.txt --sched mq-deadline --show 3")]
 pub struct CompareArgs {
     /// The recorded trace.
     trace: PathBuf,

@@ -17,7 +17,7 @@ use std::path::Path;
 /// Replay a block trace or fio iolog, or a DiskSim validation trace.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Formats: blkparse, blktrace, tracefs, msr, mqsim, disksim-ascii, fio (an iolog), disksim-validate.\n\nExamples:\n  iosched replay --format blkparse sda.txt --device ssd-sata --sched bfq\n  iosched replay --format msr src1_0.csv --device hdd-7200 --time-scale 2\n  iosched replay --format blktrace sda --iodepth 32 --sched kyber\n  iosched replay --format tracefs recording.txt --device nvme-gen4 --output-format=json\n  iosched replay --format disksim-validate atlas_III.trace --device-file atlas_III.toml --plot atlas_III.svg"
+    after_help = "Formats: blkparse, blktrace, tracefs, msr, mqsim, disksim-ascii, fio (an iolog), disksim-validate.\n\nExamples:\n  iosched replay --format blkparse crates/sim/tests/data/traces/sample.blkparse --device ssd-sata --sched bfq\n  iosched replay --format msr crates/sim/tests/data/traces/sample.msr.csv --device hdd-7200 --time-scale 2\n  iosched replay --format mqsim crates/sim/tests/data/traces/sample.mqsim --iodepth 32 --sched kyber\n  iosched replay --format tracefs crates/sim/tests/data/kernel/kyber-randread.txt --device nvme-gen4 --output-format=json\n  iosched devices import-disksim data/disksim-valid/atlas_III.parv --out atlas_III.toml\n  iosched replay --format disksim-validate data/disksim-valid/atlas_III.trace --device-file atlas_III.toml --plot atlas_III.svg\n  iosched replay --format disksim-validate data/disksim-valid/atlas_III.trace --device-file data/disksim-valid/atlas_III.parv --write_lat_log=atlas"
 )]
 pub struct Args {
     /// Trace format: blkparse, blktrace, tracefs, msr, mqsim, disksim-ascii, fio,

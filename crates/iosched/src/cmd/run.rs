@@ -7,7 +7,7 @@ use sim::fio::{parse_job_file, parse_output_format, parse_terse_version};
 /// Simulate a fio job file in virtual time and print fio's report.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  iosched run examples/randread-4k.fio\n  iosched run examples/seeds/0-mq-deadline-head-request.fio --device ideal-sq --set mq-deadline.fifo_batch=1\n  SOURCE_DATE_EPOCH=0 iosched run job.fio --output-format=json --seed 7 > out.json\n  iosched run examples/mq-deadline-mixed-prio.fio --device ssd-sata --plot clat.svg"
+    after_help = "Examples:\n  iosched run examples/randread-4k.fio\n  iosched run examples/seeds/0-mq-deadline-head-request.fio --device ideal-sq --set mq-deadline.fifo_batch=1\n  SOURCE_DATE_EPOCH=0 iosched run examples/app-like.fio --output-format=json --seed 7 > out.json\n  iosched run examples/mq-deadline-mixed-prio.fio --device ssd-sata --plot clat.svg"
 )]
 pub struct Args {
     /// The fio job file.

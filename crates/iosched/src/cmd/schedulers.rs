@@ -28,6 +28,11 @@ pub fn run(args: Args) -> Result<()> {
         None => SCHEDULERS.iter().collect(),
     };
     let mut out = super::output::stdout();
+    writeln!(
+        out,
+        "Defaults that depend on the queue are shown for nr_requests={} and HZ={}.\n",
+        params.nr_requests, params.hz
+    )?;
     for s in list {
         let e = (s.make)(&params);
         writeln!(out, "{}: {}", s.name, s.about)?;

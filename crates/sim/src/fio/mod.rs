@@ -290,6 +290,10 @@ pub enum IoEngine {
     IoUring,
     /// `posixaio`: POSIX AIO.
     Posixaio,
+    /// `null`: fio's null engine (engines/null.c): no system call, no block
+    /// layer, no device; an I/O completes when it is committed, so only fio's
+    /// own per-I/O work costs time.
+    Null,
 }
 
 impl IoEngine {
@@ -300,7 +304,13 @@ impl IoEngine {
             IoEngine::IoUring => K::IoUring,
             IoEngine::Libaio => K::Libaio,
             IoEngine::Posixaio => K::Posixaio,
-            IoEngine::Psync | IoEngine::Sync | IoEngine::Pvsync | IoEngine::Pvsync2 => K::Sync,
+            // The null engine never reaches a host model's submission path
+            // (a run of null jobs is simulated on the free host).
+            IoEngine::Psync
+            | IoEngine::Sync
+            | IoEngine::Pvsync
+            | IoEngine::Pvsync2
+            | IoEngine::Null => K::Sync,
         }
     }
 }
@@ -316,6 +326,7 @@ impl IoEngine {
             IoEngine::Libaio => "libaio",
             IoEngine::IoUring => "io_uring",
             IoEngine::Posixaio => "posixaio",
+            IoEngine::Null => "null",
         }
     }
 
@@ -323,7 +334,7 @@ impl IoEngine {
     pub fn is_async(self) -> bool {
         matches!(
             self,
-            IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio
+            IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio | IoEngine::Null
         )
     }
 
@@ -431,6 +442,16 @@ pub enum RandomDist {
     Zoned([Vec<(u8, u8)>; 3]),
     /// `zoned_abs:ACCESS/SIZE:...`: as `Zoned`, sizes in bytes.
     ZonedAbs([Vec<(u8, u64)>; 3]),
+    /// `sequence:B1,B2,...` (up to 64 block indices), fio's
+    /// `__get_next_rand_offset_sequence`: the *n*-th I/O of a direction goes
+    /// to block `B[n % len]`, plus `len × (n / len)` with
+    /// `random_sequence_stride`; a block past the region ends the job.
+    Sequence {
+        /// The block indices, in the order accessed.
+        blocks: Vec<u64>,
+        /// `random_sequence_stride`: each cycle moves on by the length.
+        stride: bool,
+    },
 }
 
 /// The options that change what fio reports for a job without changing its
@@ -628,6 +649,15 @@ pub struct JobSpec {
     pub rate: Option<RateLimit>,
     /// `read_iolog`, `write_iolog` and the `replay_*` options.
     pub iolog: IologOptions,
+    /// Where the job's file lives and how large it is (`directory`,
+    /// `filesize`, `fill_device`, `offset_increment`).
+    pub files: FileSpec,
+    /// The write-then-verify pattern (`verify` and its settings); `None` when
+    /// the job verifies nothing or only reads.
+    pub verify: Option<VerifySpec>,
+    /// `io_submit_mode=offload`: I/Os are handed to `iodepth` worker threads,
+    /// each submitting and reaping its own (rate-submit.c).
+    pub offload: bool,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.
@@ -657,6 +687,39 @@ pub struct IologOptions {
     pub merge_scalars: Vec<f64>,
     /// `merge_blktrace_iters`, passes per capture.
     pub merge_iters: Vec<f64>,
+}
+
+/// The file options of a job (see docs/fio.md, "Files").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FileSpec {
+    /// `directory`: where the job's files are (a name prefix on the
+    /// simulated file system).
+    pub directory: Option<String>,
+    /// `filesize=MIN[-MAX]`: each file's size, drawn in the range as fio's
+    /// `get_rand_file_size` draws it.
+    pub filesize: Option<(u64, u64)>,
+    /// `fill_device` / `fill_fs`: write until the device is full (the
+    /// region runs to its end).
+    pub fill_device: bool,
+    /// `offset_increment`: clone *n* of the job starts this many bytes × *n*
+    /// further (fio's `subjob_number`).
+    pub offset_increment: u64,
+}
+
+/// fio's write-then-verify pattern for a job that writes (backend.c
+/// `do_verify`, io_u.c `check_get_verify`, iolog.c `log_io_piece`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifySpec {
+    /// `verify`'s method (`crc32c`, `md5`, ...): which checksum fio would
+    /// compute; it does not change the I/O.
+    pub method: String,
+    /// `verify_backlog`: verify after every this many blocks written (0: only
+    /// after the write phase).
+    pub backlog: u64,
+    /// `verify_backlog_batch` (0: `verify_backlog`).
+    pub backlog_batch: u64,
+    /// `verify_only`: the writes are not issued, only their verification.
+    pub only: bool,
 }
 
 /// fio's `thinktime` family (backend.c `handle_thinktime`): after every

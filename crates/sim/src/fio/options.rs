@@ -11,8 +11,8 @@ use super::number::{
     parse_time_seconds_default, parse_time_us_default, ByteValue,
 };
 use super::{
-    BlockSizes, BsDist, IoEngine, IologOptions, JobSpec, LogOptions, RandomDist, RateLimit,
-    ReportOptions, RwMode, SizeSpec, SourceLocation, ThinkTime,
+    BlockSizes, BsDist, FileSpec, IoEngine, IologOptions, JobSpec, LogOptions, RandomDist,
+    RateLimit, ReportOptions, RwMode, SizeSpec, SourceLocation, ThinkTime, VerifySpec,
 };
 use crate::iolog::WindowValue;
 
@@ -133,6 +133,7 @@ static OPTIONS: &[OptDef] = &[
     m("randrepeat", &["allrandrepeat"], R),
     m("norandommap", NONE, Flag),
     m("random_distribution", NONE, R),
+    m("random_sequence_stride", NONE, R),
     m("number_ios", NONE, R),
     m("stonewall", &["wait_for_previous"], Flag),
     m("ioscheduler", NONE, R),
@@ -298,7 +299,7 @@ static OPTIONS: &[OptDef] = &[
     nm("log_alternate_epoch", &["log_unix_epoch"], R, ZERO),
     nm("wait_for", NONE, R, NONE),
     nm("filetype", NONE, R, &["none"]),
-    nm("directory", NONE, R, NONE),
+    m("directory", NONE, R),
     OptDef {
         prio: -1,
         ..nm("filename_format", NONE, R, NONE)
@@ -311,12 +312,12 @@ static OPTIONS: &[OptDef] = &[
     nm("rw_sequencer", NONE, R, &["sequential"]),
     nm("iodepth_low", NONE, R, NONE),
     nm("serialize_overlap", NONE, R, ZERO),
-    nm("io_submit_mode", NONE, R, &["inline"]),
-    nm("fill_device", &["fill_fs"], R, ZERO),
-    nm("filesize", NONE, R, NONE),
+    m("io_submit_mode", NONE, R),
+    m("fill_device", &["fill_fs"], R),
+    m("filesize", NONE, R),
     nm("file_append", NONE, R, ZERO),
     nm("offset_align", NONE, R, ZERO),
-    nm("offset_increment", NONE, R, ZERO),
+    m("offset_increment", NONE, R),
     nm("num_range", NONE, R, ONE),
     nm("bs_unaligned", &["blocksize_unaligned"], Flag, NONE),
     nm("bs_is_seq_rand", NONE, R, ZERO),
@@ -335,27 +336,27 @@ static OPTIONS: &[OptDef] = &[
     nm("sync_file_range", NONE, R, NONE),
     nm("atomic", NONE, R, ZERO),
     nm("overwrite", NONE, R, NONE),
-    nm("verify_only", NONE, Flag, NONE),
+    m("verify_only", NONE, Flag),
     nm("ramp_size", NONE, R, NONE),
-    nm("verify", NONE, R, ZERO),
-    nm("do_verify", NONE, R, NONE),
-    nm("verifysort", NONE, R, NONE),
-    nm("verifysort_nr", NONE, R, NONE),
-    nm("verify_interval", NONE, R, NONE),
-    nm("verify_offset", NONE, R, NONE),
-    nm("verify_pattern", NONE, R, NONE),
-    nm("verify_pattern_interval", NONE, R, NONE),
-    nm("verify_fatal", NONE, R, NONE),
-    nm("verify_dump", NONE, R, NONE),
-    nm("verify_async", NONE, R, NONE),
-    nm("verify_backlog", NONE, R, NONE),
-    nm("verify_backlog_batch", NONE, R, NONE),
-    nm("verify_async_cpus", NONE, R, NONE),
-    nm("experimental_verify", NONE, R, NONE),
-    nm("verify_state_load", NONE, R, NONE),
-    nm("verify_state_save", NONE, R, NONE),
-    nm("verify_write_sequence", NONE, R, NONE),
-    nm("verify_header_seed", NONE, R, NONE),
+    m("verify", NONE, R),
+    m("do_verify", NONE, R),
+    ig("verifysort", NONE, R, Bool),
+    ig("verifysort_nr", NONE, R, Int),
+    ig("verify_interval", NONE, R, Int),
+    ig("verify_offset", NONE, R, Int),
+    ig("verify_pattern", NONE, R, Any),
+    ig("verify_pattern_interval", NONE, R, Int),
+    ig("verify_fatal", NONE, R, Bool),
+    ig("verify_dump", NONE, R, Bool),
+    ig("verify_async", NONE, R, Int),
+    m("verify_backlog", NONE, R),
+    m("verify_backlog_batch", NONE, R),
+    ig("verify_async_cpus", NONE, R, Any),
+    nm("experimental_verify", NONE, R, ZERO),
+    nm("verify_state_load", NONE, R, ZERO),
+    ig("verify_state_save", NONE, R, Bool),
+    ig("verify_write_sequence", NONE, R, Bool),
+    ig("verify_header_seed", NONE, R, Bool),
     nm("trim_percentage", NONE, R, ZERO),
     nm("trim_verify_zero", NONE, R, NONE),
     nm("trim_backlog", NONE, R, NONE),
@@ -554,6 +555,19 @@ pub(crate) struct JobState {
     rate_poisson: bool,
     rate_ignore_thinktime: bool,
     iolog: IologOptions,
+    directory: Option<String>,
+    /// `filesize`: smallest and largest size of each file.
+    filesize: Option<(u64, u64)>,
+    fill_device: bool,
+    offset_increment: u64,
+    /// `verify`'s method; `None`: fio's VERIFY_NONE (`verify=0`).
+    verify: Option<String>,
+    do_verify: bool,
+    verify_backlog: u64,
+    verify_backlog_batch: u64,
+    verify_only: bool,
+    offload: bool,
+    random_sequence_stride: bool,
 }
 
 impl Default for JobState {
@@ -623,6 +637,17 @@ impl Default for JobState {
             rate_poisson: false,
             rate_ignore_thinktime: false,
             iolog: IologOptions::default(),
+            directory: None,
+            filesize: None,
+            fill_device: false,
+            offset_increment: 0,
+            verify: None,
+            do_verify: true,
+            verify_backlog: 0,
+            verify_backlog_batch: 0,
+            verify_only: false,
+            offload: false,
+            random_sequence_stride: false,
         }
     }
 }
@@ -748,6 +773,7 @@ impl JobState {
             "fixedbufs" => self.fixedbufs = flag_value(value)?,
             "stonewall" => self.stonewall = flag_value(value)?,
             "thread" => self.thread = flag_value(value)?,
+            "verify_only" => self.verify_only = flag_value(value)?,
             // fio's make_log_name: no value (or an empty one) means the job name.
             "write_bw_log" | "write_lat_log" | "write_iops_log" => {
                 let prefix = Some(value.unwrap_or("").trim().to_string());
@@ -1051,6 +1077,49 @@ impl JobState {
             "lat_percentiles" => self.report.lat_percentiles = parse_bool(v)?,
             "slat_percentiles" => self.report.slat_percentiles = parse_bool(v)?,
             "disk_util" => self.report.disk_util = parse_bool(v)?,
+            "directory" => {
+                if v.contains(':') {
+                    return Err(format!(
+                        "several directories in directory ('{v}') are not modeled yet"
+                    ));
+                }
+                self.directory = Some(v.to_string());
+            }
+            "filesize" => {
+                self.filesize = Some(if v.contains(['-', ':']) {
+                    parse_range(v, kb)?
+                } else {
+                    let n = parse_abs_bytes(v, kb)?;
+                    (n, n)
+                })
+            }
+            "fill_device" => self.fill_device = parse_bool(v)?,
+            "random_sequence_stride" => self.random_sequence_stride = parse_bool(v)?,
+            "io_submit_mode" => {
+                self.offload = match v {
+                    "inline" => false,
+                    "offload" => true,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for io_submit_mode (valid: inline, offload)"
+                        ))
+                    }
+                }
+            }
+            "offset_increment" => {
+                self.offset_increment = match parse_bytes(v, kb)? {
+                    ByteValue::Bytes(n) => n,
+                    ByteValue::Percent(_) => {
+                        return Err(
+                            "offset_increment as a percentage is not modeled yet".to_string()
+                        )
+                    }
+                }
+            }
+            "verify" => self.verify = parse_verify(v)?,
+            "do_verify" => self.do_verify = parse_bool(v)?,
+            "verify_backlog" => self.verify_backlog = int(0, u64::MAX)?,
+            "verify_backlog_batch" => self.verify_backlog_batch = int(0, U32_MAX)?,
             other => return Err(format!("internal error: unhandled option '{other}'")),
         }
         Ok(())
@@ -1070,7 +1139,7 @@ impl JobState {
             .name
             .clone()
             .unwrap_or_else(|| default_name.to_string());
-        if !self.direct {
+        if !self.direct && self.ioengine != IoEngine::Null {
             // Buffered I/O through the block device's page cache
             // (crate::pagecache).
             if self.sync {
@@ -1197,6 +1266,7 @@ impl JobState {
                 *p = name.clone();
             }
         }
+        let verify = self.verify_spec(&name)?;
         Ok(JobSpec {
             name,
             source,
@@ -1227,7 +1297,13 @@ impl JobState {
             randrepeat: self.randrepeat && self.randseed.is_none(),
             norandommap: self.norandommap,
             fixedbufs: self.fixedbufs,
-            random_distribution: self.random_distribution.clone(),
+            random_distribution: match &self.random_distribution {
+                RandomDist::Sequence { blocks, .. } => RandomDist::Sequence {
+                    blocks: blocks.clone(),
+                    stride: self.random_sequence_stride,
+                },
+                d => d.clone(),
+            },
             number_ios: (self.number_ios != 0).then_some(self.number_ios),
             stonewall: self.stonewall,
             ioscheduler: self.ioscheduler.clone(),
@@ -1254,6 +1330,8 @@ impl JobState {
             report: {
                 // fio's fixup_options: a disabled latency has no percentiles.
                 let mut r = self.report;
+                // The null engine is FIO_DISKLESSIO: fio shows no disk.
+                r.disk_util &= self.ioengine != IoEngine::Null;
                 r.lat_percentiles &= !r.disable_lat;
                 r.clat_percentiles &= !r.disable_clat;
                 r.slat_percentiles &= !r.disable_slat;
@@ -1262,6 +1340,14 @@ impl JobState {
             thinktime,
             rate,
             iolog: self.iolog.clone(),
+            files: FileSpec {
+                directory: self.directory.clone(),
+                filesize: self.filesize,
+                fill_device: self.fill_device,
+                offset_increment: self.offset_increment,
+            },
+            verify,
+            offload: self.offload,
             options,
         })
     }
@@ -1329,6 +1415,73 @@ fn parse_file_list(v: &str) -> Result<Vec<String>, String> {
         return Err("read_iolog=- (stdin) is not supported: iosched reads a trace twice (to check it, then to run it)".into());
     }
     Ok(out)
+}
+
+impl JobState {
+    /// The job's verification, as fio's `thread_main` runs it: only a job that
+    /// writes, with `verify` set and `do_verify` on (fio logs no written block
+    /// otherwise, so `verify_backlog` has nothing to read either). A read job
+    /// with `verify` verifies what it reads: its I/O is the same.
+    fn verify_spec(&self, name: &str) -> Result<Option<VerifySpec>, String> {
+        let writes = !matches!(self.rw, RwMode::Read | RwMode::RandRead);
+        let Some(method) = self.verify.clone() else {
+            return Ok(None);
+        };
+        if !writes || !self.do_verify {
+            return Ok(None);
+        }
+        if !self.direct {
+            return Err(format!(
+                "job '{name}': verify with buffered I/O (the verification reads after the \
+                 page cache is synced and dropped) is not modeled yet; use direct=1"
+            ));
+        }
+        if self.verify_only && self.time_based {
+            // fio: "does not support workloads with the time_based option set".
+            return Err(format!(
+                "job '{name}': verify_only does not support time_based (as in fio)"
+            ));
+        }
+        Ok(Some(VerifySpec {
+            method,
+            backlog: self.verify_backlog,
+            backlog_batch: self.verify_backlog_batch,
+            only: self.verify_only,
+        }))
+    }
+}
+
+/// fio's `verify` values (options.c); `0` is VERIFY_NONE.
+fn parse_verify(v: &str) -> Result<Option<String>, String> {
+    const METHODS: &[&str] = &[
+        "0",
+        "md5",
+        "crc64",
+        "crc32",
+        "crc32c-intel",
+        "crc32c",
+        "crc16",
+        "crc7",
+        "sha1",
+        "sha256",
+        "sha512",
+        "sha3-224",
+        "sha3-256",
+        "sha3-384",
+        "sha3-512",
+        "xxhash",
+        "meta",
+        "pattern",
+        "pattern_hdr",
+        "null",
+    ];
+    if !METHODS.contains(&v) {
+        return Err(format!(
+            "invalid value '{v}' for verify (valid: {})",
+            METHODS.join(", ")
+        ));
+    }
+    Ok((v != "0").then(|| v.to_string()))
 }
 
 /// A time option fio keeps as an unsigned int of µs; `parse` gives ns.
@@ -1402,13 +1555,14 @@ fn parse_engine(v: &str) -> Result<IoEngine, String> {
         "libaio" => IoEngine::Libaio,
         "io_uring" => IoEngine::IoUring,
         "posixaio" => IoEngine::Posixaio,
+        "null" => IoEngine::Null,
         _ => {
             if let Some(why) = unmodelled_engine(head) {
                 return Err(format!("ioengine={v} is not modeled: {why}"));
             }
             return Err(format!(
                 "invalid ioengine '{v}' (fio has no such engine; modeled: psync, sync, \
-                 pvsync, pvsync2, libaio, io_uring, posixaio)"
+                 pvsync, pvsync2, libaio, io_uring, posixaio, null)"
             ));
         }
     })
@@ -1435,7 +1589,6 @@ fn unmodelled_engine(name: &str) -> Option<&'static str> {
         "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat" | "dirdelete"
         | "falloc" | "ftruncate" | "e4defrag" => "it needs a file system",
         "cpuio" | "exec" | "page_fault" => "it does no block I/O",
-        "null" => "fio's null engine (no block I/O at all) is not modeled yet",
         "cpp_null" | "external" | "skeleton_external" => "external engines are not modeled",
         "solarisaio" | "windowsaio" => "it is not a Linux engine",
         _ => return None,
@@ -1558,6 +1711,30 @@ fn parse_random_dist(v: &str, kb: u32) -> Result<RandomDist, String> {
     };
     Ok(match name {
         "random" => RandomDist::Random,
+        "sequence" => {
+            let body = rest.ok_or_else(|| {
+                "random_distribution=sequence needs block indices, e.g. sequence:2,0,1".to_string()
+            })?;
+            let blocks = body
+                .split(',')
+                .map(|b| {
+                    b.trim()
+                        .parse::<u32>()
+                        .map(u64::from)
+                        .map_err(|_| format!("malformed block index '{b}' in random_distribution={v}"))
+                })
+                .collect::<Result<Vec<u64>, String>>()?;
+            if blocks.len() > 64 {
+                return Err(format!(
+                    "random_distribution=sequence takes at most 64 blocks, got {}",
+                    blocks.len()
+                ));
+            }
+            RandomDist::Sequence {
+                blocks,
+                stride: false,
+            }
+        }
         "zipf" => {
             let (theta, center) = floats(1.1)?;
             if theta == 1.0 {

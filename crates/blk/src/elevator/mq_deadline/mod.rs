@@ -1143,7 +1143,8 @@ impl Elevator for MqDeadline {
                 name: "async_depth",
                 unit: "requests",
                 default: self.nr_requests.to_string(),
-                help: "scheduler tags usable by anything but synchronous reads",
+                help: "scheduler tags usable by anything but synchronous reads; default: the \
+                       queue's nr_requests (dd_depth_updated)",
             },
             TunableInfo {
                 name: "fifo_batch",
