@@ -1171,10 +1171,12 @@ impl Collector<'_> {
     }
 }
 
-fn sdir(d: blk::Dir) -> stats::Dir {
-    match d {
-        blk::Dir::Read => stats::Dir::Read,
-        blk::Dir::Write => stats::Dir::Write,
+/// The report direction of an I/O: fio counts trims in a direction of their own.
+fn sdir(d: blk::Dir, trim: bool) -> stats::Dir {
+    match (d, trim) {
+        (_, true) => stats::Dir::Trim,
+        (blk::Dir::Read, _) => stats::Dir::Read,
+        (blk::Dir::Write, _) => stats::Dir::Write,
     }
 }
 
@@ -1201,12 +1203,18 @@ impl IoObserver for Collector<'_> {
             self.log_iolog(job, io.submit, op, io.offset, io.bytes);
         }
         if let Some(r) = &mut self.recorders[job] {
-            r.record_issue(sdir(io.dir), io.bytes, io.offset, io.submit.0, io.issue.0);
+            r.record_issue(
+                sdir(io.dir, io.trim),
+                io.bytes,
+                io.offset,
+                io.submit.0,
+                io.issue.0,
+            );
         }
     }
-    fn io_submitted(&mut self, job: usize, dir: blk::Dir, depth: u32) {
+    fn io_submitted(&mut self, job: usize, op: blk::Op, depth: u32) {
         if let Some(r) = &mut self.recorders[job] {
-            r.record_submit(sdir(dir), depth);
+            r.record_submit(sdir(op.dir(), op == blk::Op::Discard), depth);
             r.record_submit_batch(1);
         }
     }
@@ -1222,7 +1230,7 @@ impl IoObserver for Collector<'_> {
         if let Some(r) = &mut self.recorders[job] {
             r.record_complete_batch(1);
             r.record_completion(
-                sdir(io.dir),
+                sdir(io.dir, io.trim),
                 io.bytes,
                 io.offset,
                 io.submit.0,

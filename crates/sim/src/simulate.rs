@@ -23,9 +23,9 @@ mod null_engine;
 pub trait IoObserver {
     /// Clone `job` started at `now`.
     fn job_started(&mut self, _job: usize, _now: Ns) {}
-    /// Clone `job` submitted an I/O in direction `dir` with `depth` I/Os in flight
-    /// including it.
-    fn io_submitted(&mut self, _job: usize, _dir: blk::Dir, _depth: u32) {}
+    /// Clone `job` submitted an I/O of operation `op` (a trim is a discard) with
+    /// `depth` I/Os in flight including it.
+    fn io_submitted(&mut self, _job: usize, _op: blk::Op, _depth: u32) {}
     /// The I/O just submitted by clone `job` (after [`IoObserver::io_submitted`]):
     /// where it goes and when it was issued.
     fn io_issued(&mut self, _job: usize, _io: IoDone) {}
@@ -737,7 +737,7 @@ impl Simulation {
                     break;
                 };
                 budget -= 1;
-                obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                obs.io_submitted(j, bio.op, self.jobs[j].inflight);
                 obs.io_issued(j, self.jobs[j].in_flight(split_owner(bio.owner).1));
                 let dev: &mut dyn Driver = self.device.as_mut();
                 self.queue.submit_bio_direct(now, bio, dev);
@@ -752,7 +752,7 @@ impl Simulation {
                 let Some(bio) = self.jobs[j].next_bio(now, j) else {
                     break;
                 };
-                obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                obs.io_submitted(j, bio.op, self.jobs[j].inflight);
                 obs.io_issued(j, self.jobs[j].in_flight(split_owner(bio.owner).1));
                 batch_buf.push(bio);
             }
@@ -785,7 +785,7 @@ impl Simulation {
     fn write_buffered(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
         if !self.jobs[j].cpu_pending && self.jobs[j].can_submit() {
             if let Some(bio) = self.jobs[j].next_bio(now, j) {
-                obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+                obs.io_submitted(j, bio.op, self.jobs[j].inflight);
                 let unit = split_owner(bio.owner).1;
                 let io = self.jobs[j].in_flight(unit);
                 obs.io_issued(j, io);

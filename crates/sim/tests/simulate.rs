@@ -17,7 +17,7 @@ struct Count {
 }
 
 impl IoObserver for Count {
-    fn io_submitted(&mut self, _job: usize, _dir: Dir, depth: u32) {
+    fn io_submitted(&mut self, _job: usize, _op: blk::Op, depth: u32) {
         self.max_depth = self.max_depth.max(depth);
     }
     fn io_completed(&mut self, job: usize, io: IoDone, issue: Ns, now: Ns) {

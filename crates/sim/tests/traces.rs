@@ -169,6 +169,16 @@ fn iolog_v2_wait_and_placement_options() {
     );
     // fio's rw for the log's directions (`ddir_str` of the td_ddir it sets).
     assert_eq!(rep.jobs[0].rw, "rw");
+    // Each direction in its own statistics, trims in fio's third one.
+    let st = &rep.jobs[0].stats;
+    assert_eq!(
+        (st.read.total_ios, st.write.total_ios, st.trim.total_ios),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        (st.read.io_bytes, st.write.io_bytes, st.trim.io_bytes),
+        (4096, 8192, 65536)
+    );
     // The unknown action is skipped and named once in the report.
     assert!(
         rep.header

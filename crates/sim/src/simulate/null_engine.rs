@@ -23,7 +23,7 @@ impl Simulation {
             };
             budget -= 1;
             let unit = split_owner(bio.owner).1;
-            obs.io_submitted(j, bio.op.dir(), self.jobs[j].inflight);
+            obs.io_submitted(j, bio.op, self.jobs[j].inflight);
             obs.io_issued(j, self.jobs[j].in_flight(unit));
             if let Some(io) = self.jobs[j].complete(unit, now) {
                 obs.io_completed(j, io, io.issue, now);
