@@ -180,12 +180,12 @@ fn bad_grids_are_refused_before_anything_runs() {
     check(
         &format!("{fio}sched = [\"none\", \"cfq\"]\n"),
         &[],
-        "run 1 (sched=cfq): unknown scheduler 'cfq'",
+        "g.toml:2: run 1 (sched=cfq): unknown scheduler 'cfq'",
     );
     check(
         &format!("{fio}[set]\n\"mq-deadline.nope\" = 1\n"),
         &[],
-        "run 0 (set.mq-deadline.nope=1)",
+        "g.toml:3: run 0 (set.mq-deadline.nope=1)",
     );
     check("device = \"ideal\"\n", &[], "no `job");
     check(

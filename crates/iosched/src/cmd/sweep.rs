@@ -66,6 +66,8 @@ struct Grid {
     job: JobSource,
     /// Axes in expansion order (outermost first): (column, values).
     axes: Vec<(String, Vec<String>)>,
+    /// The grid file's line of each axis.
+    lines: Vec<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -123,6 +125,7 @@ fn parse_grid(path: &str) -> Result<Grid> {
     let root = doc.as_table();
     let mut job = None;
     let mut axes: Vec<(String, Vec<String>)> = Vec::new();
+    let mut lines = Vec::new();
     let mut seeds = None;
     for (key, item) in root.iter() {
         let line = at(item);
@@ -157,14 +160,17 @@ fn parse_grid(path: &str) -> Result<Grid> {
                     JobSource::CommandLine(v.split_whitespace().map(str::to_string).collect())
                 });
             }
-            "device" | "sched" | "host" => axes.push((key.to_string(), list("name")?)),
+            "device" | "sched" | "host" => {
+                axes.push((key.to_string(), list("name")?));
+                lines.push(line);
+            }
             "seed" => {
                 let v = list("seed")?;
                 for s in &v {
                     s.parse::<u64>()
                         .with_context(|| format!("{path}:{line}: seed '{s}' is not an unsigned integer"))?;
                 }
-                seeds = Some(v);
+                seeds = Some((v, line));
             }
             "set" => {
                 let t = item
@@ -179,6 +185,7 @@ fn parse_grid(path: &str) -> Result<Grid> {
                     super::sim_opts::parse_set(&format!("{k}={}", vals[0]))
                         .with_context(|| format!("{path}:{line}"))?;
                     axes.push((format!("set.{k}"), vals));
+                    lines.push(line);
                 }
             }
             other => bail!(
@@ -188,10 +195,27 @@ fn parse_grid(path: &str) -> Result<Grid> {
     }
     let job =
         job.with_context(|| format!("{path}: no `job = \"FILE.fio\"` or `fio = \"--name=...\"`"))?;
-    if let Some(s) = seeds {
+    if let Some((s, line)) = seeds {
         axes.push(("seed".into(), s));
+        lines.push(line);
     }
-    Ok(Grid { job, axes })
+    Ok(Grid { job, axes, lines })
+}
+
+/// The grid line of the axis a run's error is about, when the message names it:
+/// a `[set]` key by its name, a device, scheduler or host by its quoted value.
+fn culprit_line(grid: &Grid, run: &Run, msg: &str) -> Option<usize> {
+    run.settings
+        .iter()
+        .zip(&grid.lines)
+        .find(|((k, v), _)| match k.strip_prefix("set.") {
+            Some(key) => {
+                let name = key.rsplit('.').next().unwrap_or(key);
+                msg.contains(key) || msg.contains(&format!("'{name}'"))
+            }
+            None => k != "seed" && msg.contains(&format!("'{v}'")),
+        })
+        .map(|(_, &l)| l)
 }
 
 /// One run of the grid: its index and its (column, value) settings.
@@ -424,7 +448,13 @@ pub fn run(args: Args) -> Result<()> {
         });
         if let Err(e) = check {
             let what: Vec<String> = r.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            bail!("{grid_path}: run {} ({}): {e:#}", r.index, what.join(" "));
+            let msg = format!("{e:#}");
+            let at = culprit_line(&grid, r, &msg).map_or(String::new(), |l| format!(":{l}"));
+            bail!(
+                "{grid_path}{at}: run {} ({}): {msg}",
+                r.index,
+                what.join(" ")
+            );
         }
     }
     let (shard, shards) = match &args.shard {
@@ -693,6 +723,7 @@ mod tests {
     fn expansion_is_mixed_radix_with_the_last_axis_fastest() {
         let g = Grid {
             job: JobSource::CommandLine(vec![]),
+            lines: vec![1, 2],
             axes: vec![
                 ("device".into(), vec!["a".into(), "b".into()]),
                 ("seed".into(), vec!["1".into(), "2".into(), "3".into()]),
