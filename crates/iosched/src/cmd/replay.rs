@@ -8,7 +8,7 @@ use super::sim_opts::{run_options, run_ticking, SimArgs, Work};
 use anyhow::{anyhow, bail, Result};
 use devices::disksim::{demerit, trace, TableDisk};
 use devices::ProfileKind;
-use sim::fio::{parse_command_line, parse_output_format, OutputFormat};
+use sim::fio::{parse_command_line, parse_output_format};
 use sim::trace::replay::{OpenLoop, Placement, ReplaySource, ReplayStream};
 use sim::trace::{CheckRules, Format};
 use std::io::Write as _;
@@ -170,19 +170,7 @@ fn run_trace(args: Args, format: Format) -> Result<()> {
     }
     add_replay_section(&mut report, &args, format, &summary, speed, depth, &shared);
     drop(shared);
-    let text: String = input
-        .output
-        .formats
-        .iter()
-        .map(|f| match f {
-            OutputFormat::Terse => {
-                sim::report::terse::to_string(&report, input.output.terse_version)
-            }
-            OutputFormat::Json => sim::report::json::to_string(&report),
-            OutputFormat::JsonPlus => sim::report::json::to_string_plus(&report),
-            OutputFormat::Normal => sim::report::text::to_string(&report),
-        })
-        .collect();
+    let text = super::sim_opts::report_text(&input, &report);
     match &input.output.output_file {
         Some(path) => super::output::write_file(path, text.as_bytes())?,
         None => super::output::print(&text)?,

@@ -213,25 +213,30 @@ pub fn simulate_and_print(input: FioInput, args: &SimArgs) -> Result<()> {
     simulate_print_plot(input, args, None)
 }
 
-/// [`simulate_and_print`], plus an SVG of the clat CDFs to `plot` if given.
-pub fn simulate_print_plot(input: FioInput, args: &SimArgs, plot: Option<&str>) -> Result<()> {
-    let opts = run_options(args)?;
-    super::signals::stop_gracefully();
-    let report = simulate(&input, &opts, true)?;
-    // fio prints each format asked for once, JSON before normal.
-    let text: String = input
+/// The report in every format the job's output options ask for, each once, in
+/// the order given (fio prints JSON before normal when both are asked).
+pub fn report_text(input: &FioInput, report: &RunReport) -> String {
+    input
         .output
         .formats
         .iter()
         .map(|f| match f {
             OutputFormat::Terse => {
-                sim::report::terse::to_string(&report, input.output.terse_version)
+                sim::report::terse::to_string(report, input.output.terse_version)
             }
-            OutputFormat::Json => sim::report::json::to_string(&report),
-            OutputFormat::JsonPlus => sim::report::json::to_string_plus(&report),
-            OutputFormat::Normal => sim::report::text::to_string(&report),
+            OutputFormat::Json => sim::report::json::to_string(report),
+            OutputFormat::JsonPlus => sim::report::json::to_string_plus(report),
+            OutputFormat::Normal => sim::report::text::to_string(report),
         })
-        .collect();
+        .collect()
+}
+
+/// [`simulate_and_print`], plus an SVG of the clat CDFs to `plot` if given.
+pub fn simulate_print_plot(input: FioInput, args: &SimArgs, plot: Option<&str>) -> Result<()> {
+    let opts = run_options(args)?;
+    super::signals::stop_gracefully();
+    let report = simulate(&input, &opts, true)?;
+    let text = report_text(&input, &report);
     if let Some(path) = plot {
         let series = latency_cdfs(&report);
         if series.is_empty() {

@@ -398,12 +398,10 @@ fn parse_shard(s: &str) -> Result<(usize, usize)> {
     Ok((i, n))
 }
 
-/// Write `text` to `path` through a temporary name, so that a killed sweep never
-/// leaves a partial file under the final name.
+/// Write `text` to `path` whole or not at all ([`super::output::write_file`]), so
+/// that a killed sweep never leaves a partial file under the final name.
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write '{}'", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write '{}'", path.display()))
+    super::output::write_file(&path.to_string_lossy(), text.as_bytes())
 }
 
 fn run_one(grid: &Grid, run: &Run) -> Result<RunReport> {
@@ -558,13 +556,10 @@ fn write_parquet(table: &str, path: &Path) -> Result<()> {
     }
     let schema = Arc::new(Schema::new(fields));
     let batch = RecordBatch::try_new(schema.clone(), cols).context("building the Parquet table")?;
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let file =
-        std::fs::File::create(&tmp).with_context(|| format!("cannot write '{}'", tmp.display()))?;
-    let mut w = parquet::arrow::ArrowWriter::try_new(file, schema, None)?;
+    let mut w = parquet::arrow::ArrowWriter::try_new(Vec::new(), schema, None)?;
     w.write(&batch)?;
-    w.close()?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write '{}'", path.display()))
+    let bytes = w.into_inner()?;
+    super::output::write_file(&path.to_string_lossy(), &bytes)
 }
 
 /// Figures summarised over seeds in `summary.csv`.
