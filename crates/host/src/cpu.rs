@@ -306,6 +306,7 @@ impl Cpus {
     /// Interrupt work on CPU `c`.
     pub fn irq(&mut self, now: u64, c: u32, item: Item) {
         self.unlazy(now, c);
+        let now = self.not_before(now, c);
         let cpu = &mut self.cpus[c as usize];
         cpu.irqs.push_back(item);
         match cpu.cur {
@@ -375,6 +376,15 @@ impl Cpus {
     pub fn is_idle(&self, c: u32) -> bool {
         let cpu = &self.cpus[c as usize];
         cpu.cur.is_none() && cpu.irqs.is_empty() && cpu.runq.is_empty()
+    }
+
+    /// `now`, or the instant CPU `c`'s current item starts if that is later (a
+    /// thread resumed ahead of time by [`Cpus::resume_early`]).
+    fn not_before(&self, now: u64, c: u32) -> u64 {
+        match self.cpus[c as usize].cur {
+            Some(cur) if cur.since > now => cur.since,
+            _ => now,
+        }
     }
 
     /// Is CPU `c` idle at `now`, counting a [`NO_TOKEN`] item that has ended?
@@ -601,6 +611,8 @@ impl Cpus {
         cpu.lazy = false;
         let Some(cur) = cpu.cur else { return };
         let Some(item) = cur.item else { return };
+        // A thread resumed ahead of time (`resume_early`) starts at `since`.
+        let now = now.max(cur.since);
         let mut at = cur.since + item.len();
         if matches!(cur.ctx, Ctx::Thread(_)) && !item.nonpreempt && !cpu.runq.is_empty() {
             at = at.min(cpu.slice_end.max(now));
@@ -609,17 +621,43 @@ impl Cpus {
             Ctx::Irq => true,
             Ctx::Thread(t) => self.threads[t as usize].pending.is_empty(),
         };
-        if alone
-            && item.token == NO_TOKEN
-            && cpu.irqs.is_empty()
-            && cpu.runq.is_empty()
-            && cpu.preempted.is_none()
-        {
-            // Nobody waits for its end: no event unless work arrives meanwhile.
-            cpu.lazy = true;
-            return;
+        if alone && item.token == NO_TOKEN && cpu.irqs.is_empty() && cpu.runq.is_empty() {
+            match cpu.preempted {
+                None => {
+                    // Nobody waits for its end: no event unless work arrives meanwhile.
+                    cpu.lazy = true;
+                    return;
+                }
+                Some((t, Some(left))) if cur.ctx == Ctx::Irq => {
+                    self.resume_early(c, cur.since, item, t, left);
+                    return;
+                }
+                Some(_) => {}
+            }
         }
         self.arms.push((at, c, cpu.gen));
+    }
+
+    /// CPU `c` runs the interrupt item `irq` (since `since`) that nobody waits for,
+    /// and then thread `t` resumes `left`, the item the interrupt preempted: with
+    /// nothing else queued on the CPU that is settled now, without an event at the
+    /// interrupt's end. The interrupt's time is accounted at once and the thread is
+    /// made current from that end on (`since` in the future); work that arrives on
+    /// the CPU before then starts no earlier ([`Cpus::irq`], [`Cpus::wake`] and
+    /// [`Cpus::arm`] take the later of now and `since`), which is what it would
+    /// have found with the interrupt still running.
+    fn resume_early(&mut self, c: u32, since: u64, irq: Item, t: ThreadId, left: Item) {
+        self.account(c, Ctx::Irq, since, irq.usr, irq.sys, false);
+        let end = since + irq.len();
+        let cpu = &mut self.cpus[c as usize];
+        cpu.preempted = None;
+        cpu.cur = Some(Current {
+            ctx: Ctx::Thread(t),
+            item: Some(left),
+            since: end,
+            spinning: false,
+        });
+        self.arm(end, c);
     }
 
     /// Stop the running thread item on CPU `c` at `now`, accounting what ran;
@@ -674,6 +712,13 @@ impl Cpus {
         th.vruntime = th.vruntime.max(min_vr.saturating_sub(credit));
         let vr = th.vruntime;
         let cur = self.cpus[c as usize].cur;
+        if self.not_before(now, c) > now {
+            // The CPU is still in the interrupt work before its thread resumes: no
+            // wake-up preemption, but the resumed item's slice now counts.
+            self.runq_insert(c, t);
+            self.arm(now, c);
+            return;
+        }
         match cur {
             None => {
                 self.runq_insert(c, t);
