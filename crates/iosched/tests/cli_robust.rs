@@ -119,6 +119,19 @@ fn a_full_or_closed_stdout_is_an_error_with_exit_2() {
         assert!(err(&o).contains("standard output"), "{args:?}: {}", err(&o));
         let o = bin().args(args).stdout(Stdio::null()).output().unwrap();
         assert!(o.status.success(), "{args:?}");
+        // Closed (`>&-`): the report must not vanish into the `/dev/null` Rust's
+        // start-up code puts on the closed descriptor.
+        let o = Command::new("sh")
+            .args([
+                "-c",
+                "exec \"$0\" \"$@\" >&-",
+                env!("CARGO_BIN_EXE_iosched"),
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?} >&-: {}", err(&o));
+        assert!(err(&o).contains("standard output"), "{args:?}: {}", err(&o));
     }
 }
 

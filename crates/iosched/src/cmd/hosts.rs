@@ -1,7 +1,6 @@
 //! `iosched hosts`: list host profiles (CPUs, costs, locks).
 
-use anyhow::{Context, Result};
-use std::io::Write;
+use anyhow::Result;
 
 /// List the built-in host profiles with every parameter: name, value, unit, meaning.
 #[derive(clap::Args, Debug)]
@@ -41,9 +40,5 @@ pub fn run(args: Args) -> Result<()> {
         }
         out.push('\n');
     }
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-        .context("writing to standard output")
+    super::output::print(&out)
 }

@@ -1,7 +1,6 @@
 //! `iosched sched-replay`: replay a scheduler conformance trace.
 
 use anyhow::Context;
-use std::io::Write;
 use std::path::PathBuf;
 
 /// Replay a scheduler conformance trace (JSON Lines: a header, then insert /
@@ -31,8 +30,5 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     // The whole output is built first so that a failing trace prints nothing.
     let out = sim::replay::replay_to_string(&text, &name)?;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(out.as_bytes())?;
-    stdout.flush()?;
-    Ok(())
+    super::output::print(&out)
 }
