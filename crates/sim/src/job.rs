@@ -346,6 +346,11 @@ pub struct Job {
     pub started: bool,
     /// No more submissions (limit reached or runtime over).
     pub stopping: bool,
+    /// When the job's runtime ended, if that is what stopped it.
+    pub runtime_over_at: Option<Ns>,
+    /// When the thread began the CPU work of its current (or last) submission: the
+    /// instant fio's loop checked `runtime_exceeded` before it.
+    pub submit_decided: Ns,
     /// Finished: stopping and nothing in flight.
     pub finished: bool,
     /// When its last I/O completed.
@@ -628,6 +633,8 @@ impl Job {
             start: Ns::ZERO,
             started: false,
             stopping: false,
+            runtime_over_at: None,
+            submit_decided: Ns::ZERO,
             finished: false,
             end: Ns::ZERO,
             inflight: 0,

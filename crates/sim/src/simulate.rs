@@ -456,7 +456,11 @@ impl Simulation {
                     obs.ramp_done(j, now);
                 }
                 Ev::Stop(j) => {
-                    self.jobs[j].stopping = true;
+                    let job = &mut self.jobs[j];
+                    if !job.stopping {
+                        job.runtime_over_at = Some(now);
+                    }
+                    job.stopping = true;
                     self.maybe_finish(j, now, obs);
                 }
                 Ev::QueueRun => {
@@ -507,7 +511,9 @@ impl Simulation {
                 Ev::JobCpu(j) => {
                     self.jobs[j].cpu_pending = false;
                     let n = self.ios_per_call(j);
+                    let grace = self.begin_grace(j);
                     self.fill_now(j, now, n, obs);
+                    self.end_grace(j, grace);
                     self.schedule_cpu(j, now);
                     self.maybe_finish(j, now, obs);
                 }
@@ -685,12 +691,38 @@ impl Simulation {
             return;
         };
         self.jobs[j].cpu_pending = true;
+        self.jobs[j].submit_decided = now;
         if self.host.is_some() {
             self.host_schedule_submit(j, now, n);
             return;
         }
         let at = now.add(self.jobs[j].cfg.submit_cost_ns * n as u64);
         self.events.push(at, Ev::JobCpu(j));
+    }
+
+    /// fio checks `runtime_exceeded` at the top of its submission loop, before the
+    /// CPU work of the next I/O, so a submission whose work began before the job's
+    /// runtime ended still issues its I/O when the work ends after it. If that is
+    /// job `j`'s case (its [`Job::submit_decided`] is before its runtime's end), lift
+    /// its stop until [`Simulation::end_grace`] and return true. Jobs that verify or
+    /// replay keep their own end rules.
+    fn begin_grace(&mut self, j: usize) -> bool {
+        let job = &mut self.jobs[j];
+        let grace = job.stopping
+            && job.cfg.verify.is_none()
+            && job.cfg.replay.is_none()
+            && job.runtime_over_at.is_some_and(|t| job.submit_decided < t);
+        if grace {
+            job.stopping = false;
+        }
+        grace
+    }
+
+    /// The submission [`Simulation::begin_grace`] let through is done.
+    fn end_grace(&mut self, j: usize, grace: bool) {
+        if grace {
+            self.jobs[j].stopping = true;
+        }
     }
 
     /// Whether the thread of job `j` goes on to submit now, and how many I/Os:

@@ -219,22 +219,33 @@ fn read_dir_sorted(dir: &Path, ext: &str) -> Vec<PathBuf> {
     v
 }
 
-/// Simulate `input` if it is small enough to be a fuzz case rather than a long valid
-/// run (those are the subject of the time-limit tests, not of fuzzing).
-fn run_small(input: &sim::fio::FioInput, device: devices::Profile) {
+/// The simulated time and bytes a fuzz case may run for: a mutated value that makes
+/// a run long (a runtime of hours, a size of terabytes) is cut down to this, not
+/// skipped, so the case still runs every option it sets. A case that is slow even
+/// so is a defect (a loop that does not advance simulated time, or work that grows
+/// faster than the run), which the per-case time limit catches.
+const CASE_NS: u64 = 50_000_000;
+const CASE_BYTES: u64 = 8 << 20;
+
+/// Simulate `input`, each job cut down to [`CASE_NS`] of runtime and [`CASE_BYTES`]
+/// of I/O.
+fn run_bounded(input: &sim::fio::FioInput, device: devices::Profile) {
     let mut opts = sim::runner::RunOptions::new(device);
     opts.write_logs = false;
-    let Ok(plan) = sim::runner::plan(input, &opts) else {
+    let Ok(mut plan) = sim::runner::plan(input, &opts) else {
         return;
     };
-    let small = match (plan.expected_ns, plan.expected_bytes) {
-        (Some(ns), _) => ns <= 50_000_000,
-        (_, Some(b)) => b <= 8 << 20,
-        _ => false,
-    };
-    if small && plan.clones.len() <= 16 {
-        let _ = sim::runner::run(input, &opts, plan, None);
+    if plan.clones.len() > 16 {
+        return;
     }
+    for c in &mut plan.clones {
+        c.runtime = Some(c.runtime.map_or(CASE_NS, |r| r.min(CASE_NS)));
+        c.ramp_time = c.ramp_time.min(CASE_NS);
+        c.start_delay = c.start_delay.min(CASE_NS);
+        c.io_limit = c.io_limit.min(CASE_BYTES);
+        c.number_ios = c.number_ios.map(|n| n.min(CASE_BYTES / 512));
+    }
+    let _ = sim::runner::run(input, &opts, plan, None);
 }
 
 fn host_profile(text: &str) {
@@ -301,7 +312,7 @@ fn block_trace(text: &str) {
             path.display()
         );
         if let Ok(input) = sim::fio::parse_job_file("fuzz.fio", &job) {
-            run_small(&input, ideal());
+            run_bounded(&input, ideal());
         }
     }
     let _ = std::fs::remove_file(&path);
@@ -365,14 +376,14 @@ fn ideal() -> devices::Profile {
 
 fn fio_job(text: &str) {
     if let Ok(input) = sim::fio::parse_job_file("fuzz.fio", text) {
-        run_small(&input, ideal());
+        run_bounded(&input, ideal());
     }
 }
 
 fn fio_cmdline(text: &str) {
     let args: Vec<String> = text.split_whitespace().map(str::to_string).collect();
     if let Ok(input) = sim::fio::parse_command_line(&args) {
-        run_small(&input, ideal());
+        run_bounded(&input, ideal());
     }
 }
 
@@ -412,7 +423,7 @@ fn device_profile(text: &str) {
         let job =
             "[j]\nrw=randrw\nbs=4k\nsize=4m\ndirect=1\nioengine=libaio\niodepth=4\nnumber_ios=64\n";
         let input = sim::fio::parse_job_file("fuzz.fio", job).unwrap();
-        run_small(&input, p);
+        run_bounded(&input, p);
     }
 }
 

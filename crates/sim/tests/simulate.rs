@@ -120,6 +120,29 @@ fn time_based_runs_for_runtime_and_stonewall_serialises_groups() {
 }
 
 #[test]
+fn a_submission_begun_before_the_runtime_ends_still_issues() {
+    // psync on the ideal device: each I/O is 1.5 us of submission work, then 100 us
+    // of latency and 2 us of transfer, so fio's loop checks its runtime at
+    // k x 103.5 us and issues at k x 103.5 + 1.5 us. With a runtime of 932 us the
+    // tenth check (931.5 us) passes and that I/O is issued at 933 us, after the
+    // runtime ended, as fio's `runtime_exceeded` at the top of `do_io` lets it be;
+    // the eleventh check (1035 us) stops the job.
+    let run = |runtime_ns: u64| {
+        let mut j = job(RwMode::Read, 1, 1 << 30);
+        j.time_based = true;
+        j.runtime = Some(runtime_ns);
+        j.submit_cost_ns = 1_500;
+        let sim = Simulation::new(&SimConfig::default(), ideal(), vec![j]).unwrap();
+        let mut c = Count::default();
+        sim.run(&mut c);
+        c.ios[0]
+    };
+    assert_eq!(run(932_000), 10);
+    assert_eq!(run(931_500), 9);
+    assert_eq!(run(1_035_001), 11);
+}
+
+#[test]
 fn mixed_mode_splits_by_rwmixread() {
     let mut j = job(RwMode::RandRw, 8, 4096 * 10_000);
     j.rwmixread = 70;

@@ -433,6 +433,10 @@ impl Simulation {
                 };
                 let reaped_at = Ns(now.0 - pre);
                 self.hs().reap_armed[j] = false;
+                if b == 1 {
+                    // fio's loop checked its runtime when the reaping ended.
+                    self.jobs[j].submit_decided = reaped_at;
+                }
                 let posted = std::mem::take(&mut self.hs().posted[j]);
                 for &unit in &posted {
                     if let Some(io) = self.jobs[j].complete(unit, reaped_at) {
@@ -444,7 +448,10 @@ impl Simulation {
                 if self.hs().posted[j].is_empty() {
                     self.hs().posted[j] = posted;
                 }
-                if b == 1 && self.next_submission(j, now).is_some() {
+                let grace = b == 1 && self.begin_grace(j);
+                let submits = b == 1 && self.next_submission(j, now).is_some();
+                self.end_grace(j, grace);
+                if submits {
                     self.host_token(now, token(T_SUBMIT, j, 0), obs);
                     self.start_stall_if_due(j, now);
                 } else {
@@ -589,7 +596,9 @@ impl Simulation {
         let next = match act {
             Action::Submit(j) => {
                 let n = self.ios_per_call(j);
+                let grace = self.begin_grace(j);
                 self.fill_now(j, now, n, obs);
+                self.end_grace(j, grace);
                 self.run_due(now);
                 // Back from the system call, the thread goes on: its next
                 // submission follows in the same stretch of CPU time; with nothing
@@ -646,6 +655,8 @@ impl Simulation {
         };
         if let Some((j, n)) = chain {
             let pre = h.submit_item(&self.jobs[j].cfg, n as u64, next);
+            // The next submission's work begins when the block layer's ends.
+            self.jobs[j].submit_decided = Ns(now.0 + item.usr + item.sys);
             item.usr += pre.usr;
             item.sys += pre.sys;
         }
@@ -665,7 +676,9 @@ impl Simulation {
         let next = match act {
             Action::Submit(j) => {
                 let n = self.ios_per_call(j);
+                let grace = self.begin_grace(j);
                 self.fill_now(j, now, n, obs);
+                self.end_grace(j, grace);
                 token(T_AFTER, j, 0)
             }
             Action::Complete(rqs) => {
