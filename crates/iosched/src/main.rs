@@ -3,7 +3,7 @@
 //! One module per subcommand under `cmd/`; this file only parses the command line and
 //! turns errors into one clear message and exit code 2.
 
-mod cmd;
+use iosched::cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
