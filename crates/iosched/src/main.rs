@@ -36,6 +36,8 @@ enum Command {
     Compare(cmd::compare::Args),
     /// Run a grid of settings × seeds in parallel into one table (CSV, Parquet); shards, resumes.
     Sweep(cmd::sweep::Args),
+    /// Write one self-contained HTML page of runs, sweeps and fio logs: tables and charts.
+    Report(cmd::report::Args),
     /// Measure simulator speed and memory on built-in workloads.
     Bench(cmd::bench::Args),
     /// Replay a block trace or fio iolog under any scheduler and device (or a DiskSim
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
         Command::Hosts(a) => cmd::hosts::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Sweep(a) => cmd::sweep::run(a),
+        Command::Report(a) => cmd::report::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::SchedReplay(a) => cmd::sched_replay::run(a),

@@ -9,6 +9,7 @@ pub mod kernel_trace;
 pub mod output;
 pub mod plot;
 pub mod replay;
+pub mod report;
 pub mod run;
 pub mod sched_replay;
 pub mod schedulers;

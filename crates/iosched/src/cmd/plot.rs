@@ -98,6 +98,13 @@ pub fn cdf_lines(
     x_label: &str,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> Result<()> {
+    let svg = cdf_svg(title, x_label, series)?;
+    // Rendered in memory and written whole, as every output file.
+    super::output::write_file(path, svg.as_bytes())
+}
+
+/// The chart of [`cdf_lines`] as SVG text.
+pub fn cdf_svg(title: &str, x_label: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String> {
     let xs = || series.iter().flat_map(|(_, v)| v.iter().map(|p| p.0));
     let xmax = xs().fold(0.0f64, f64::max).max(1e-9);
     let xmin = xs().filter(|x| *x > 0.0).fold(f64::INFINITY, f64::min);
@@ -161,6 +168,5 @@ pub fn cdf_lines(
             .map_err(|e| anyhow!("plot: {e}"))?;
         root.present().map_err(|e| anyhow!("plot: {e}"))?;
     }
-    // Rendered in memory and written whole, as every output file.
-    super::output::write_file(path, svg.as_bytes())
+    Ok(svg)
 }

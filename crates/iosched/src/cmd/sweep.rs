@@ -486,10 +486,13 @@ pub fn run(args: Args) -> Result<()> {
         .num_threads(jobs)
         .build()
         .context("cannot start the worker threads")?;
+    let started = std::time::Instant::now();
     let failed = pool.install(|| {
         todo.par_iter()
-            .map(|r| -> Result<bool> {
+            .map(|r| -> Result<(bool, f64)> {
+                let t0 = std::time::Instant::now();
                 let result = run_one(&grid, r);
+                let simulated = t0.elapsed().as_secs_f64();
                 let ok = result.is_ok();
                 let mut text = head.clone();
                 for row in rows(r, &result) {
@@ -497,11 +500,12 @@ pub fn run(args: Args) -> Result<()> {
                 }
                 write_atomic(&runs_dir.join(format!("{}.csv", run_key(&grid, r))), &text)?;
                 bar.inc(1);
-                Ok(!ok)
+                Ok((!ok, simulated))
             })
-            .collect::<Result<Vec<bool>>>()
+            .collect::<Result<Vec<(bool, f64)>>>()
     })?;
     bar.finish_and_clear();
+    let wall = started.elapsed().as_secs_f64();
     // The table: every run of this shard that has a result, in grid order.
     let mut table = head.clone();
     for r in &mine {
@@ -513,7 +517,7 @@ pub fn run(args: Args) -> Result<()> {
     write_atomic(&out.join("results.csv"), &table)?;
     write_parquet(&table, &out.join("results.parquet"))?;
     write_summary(&table, &out.join("summary.csv"))?;
-    let nfailed = failed.iter().filter(|&&f| f).count();
+    let nfailed = failed.iter().filter(|f| f.0).count();
     eprintln!(
         "{} runs ({} run now, {} already done, {nfailed} failed): {}",
         mine.len(),
@@ -521,7 +525,32 @@ pub fn run(args: Args) -> Result<()> {
         mine.len() - todo.len(),
         out.join("results.csv").display()
     );
+    let simulated: f64 = failed.iter().map(|f| f.1).sum();
+    if let Some(line) = timing_line(todo.len(), jobs.min(todo.len()), wall, simulated) {
+        eprintln!("{line}");
+    }
     Ok(())
+}
+
+/// What the sweep itself cost besides its runs, for stderr: `n` runs on `jobs`
+/// threads took `wall` seconds, of which the simulations themselves took
+/// `simulated` (summed over threads). The overhead per run is the threads' time
+/// not spent simulating, divided among the runs. (Parallel efficiency proper —
+/// one thread's wall time over N threads' — needs two sweeps; docs/sweeps.md.)
+fn timing_line(n: usize, jobs: usize, wall: f64, simulated: f64) -> Option<String> {
+    if n == 0 || wall <= 0.0 || simulated <= 0.0 {
+        return None;
+    }
+    let threads = wall * jobs as f64;
+    let overhead = (threads - simulated).max(0.0) / n as f64;
+    let mean = simulated / n as f64;
+    Some(format!(
+        "{wall:.2} s wall on {jobs} thread(s); a run simulates in {:.1} ms on average, the sweep adds {:.2} ms per run ({:.1} %); the threads were simulating {:.0} % of the time",
+        mean * 1e3,
+        overhead * 1e3,
+        100.0 * overhead / mean,
+        100.0 * simulated / threads
+    ))
 }
 
 /// The same table as Parquet: `run` as an unsigned integer, the figures as
@@ -631,7 +660,7 @@ fn write_summary(table: &str, path: &Path) -> Result<()> {
 }
 
 /// Split one CSV line into fields (the quoting [`csv_line`] writes).
-fn csv_split(line: &str) -> Vec<String> {
+pub(crate) fn csv_split(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quoted = false;
@@ -757,5 +786,16 @@ mod tests {
         // sweeps find their runs.
         assert_eq!(fnv1a(&["a"]), 0x089b_e207_b544_f1e4);
         assert_ne!(fnv1a(&["ab", "c"]), fnv1a(&["a", "bc"]));
+    }
+
+    #[test]
+    fn timing_divides_the_idle_thread_time_among_the_runs() {
+        // 10 runs on 2 threads in 1 s wall, 1.5 s simulating: 0.5 s of thread time
+        // besides the runs, 50 ms per run against 150 ms runs.
+        let line = timing_line(10, 2, 1.0, 1.5).unwrap();
+        assert!(line.contains("150.0 ms on average"), "{line}");
+        assert!(line.contains("adds 50.00 ms per run (33.3 %)"), "{line}");
+        assert!(line.contains("simulating 75 %"), "{line}");
+        assert_eq!(timing_line(0, 1, 1.0, 1.0), None);
     }
 }
