@@ -285,20 +285,31 @@ impl std::error::Error for UnknownHost {}
 
 /// Every built-in host.
 pub fn hosts() -> Vec<HostProfile> {
-    BUILTIN
-        .iter()
-        .map(|(f, t)| {
-            parse_host(&format!("<builtin {f}>"), t)
-                .unwrap_or_else(|e| panic!("built-in host profile is invalid: {e}"))
-        })
-        .collect()
+    builtin().to_vec()
+}
+
+/// The built-in hosts, parsed once per process: a sweep asks for a host twice per
+/// run, and parsing every profile's TOML each time cost a sweep of short runs more
+/// than its runs.
+fn builtin() -> &'static [HostProfile] {
+    static ALL: std::sync::OnceLock<Vec<HostProfile>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        BUILTIN
+            .iter()
+            .map(|(f, t)| {
+                parse_host(&format!("<builtin {f}>"), t)
+                    .unwrap_or_else(|e| panic!("built-in host profile is invalid: {e}"))
+            })
+            .collect()
+    })
 }
 
 /// The built-in host called `name`.
 pub fn host(name: &str) -> Result<HostProfile, UnknownHost> {
-    hosts()
-        .into_iter()
+    builtin()
+        .iter()
         .find(|h| h.name == name)
+        .cloned()
         .ok_or_else(|| UnknownHost(name.to_string()))
 }
 

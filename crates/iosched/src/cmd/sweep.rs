@@ -433,6 +433,7 @@ pub fn run(args: Args) -> Result<()> {
         .grid
         .as_deref()
         .context("give a grid file: iosched sweep GRID.toml (see --help)")?;
+    let started = std::time::Instant::now();
     let grid = parse_grid(grid_path)?;
     let runs = expand(&grid)?;
     // Every run's settings are checked before any runs (a scheduler name that
@@ -486,7 +487,6 @@ pub fn run(args: Args) -> Result<()> {
         .num_threads(jobs)
         .build()
         .context("cannot start the worker threads")?;
-    let started = std::time::Instant::now();
     let failed = pool.install(|| {
         todo.par_iter()
             .map(|r| -> Result<(bool, f64)> {
