@@ -225,7 +225,9 @@ impl Client {
 }
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 #[test]
@@ -236,7 +238,10 @@ fn handshake_and_read_after_write_simple_and_structured() {
         assert_eq!(size, 64 << 20);
         // HAS_FLAGS, SEND_FLUSH, SEND_FUA (volatile cache), not ROTATIONAL,
         // TRIM, WRITE_ZEROES, CAN_MULTI_CONN; DF only with structured replies.
-        assert_eq!(flags & 0x1ff, 0x1 | 0x4 | 0x8 | 0x20 | 0x40 | 0x100 | if structured { 0x80 } else { 0 });
+        assert_eq!(
+            flags & 0x1ff,
+            0x1 | 0x4 | 0x8 | 0x20 | 0x40 | 0x100 | if structured { 0x80 } else { 0 }
+        );
         let off = if structured { 1 << 20 } else { 0 };
         let (e, d) = c.read(1, off + 4096, 8192);
         assert_eq!(e, 0);
@@ -264,7 +269,14 @@ fn handshake_and_read_after_write_simple_and_structured() {
 
 #[test]
 fn options_list_unknown_and_export_name() {
-    let srv = serve(&["--device", "hdd-7200", "--size", "16m", "--export-name", "disk0"]);
+    let srv = serve(&[
+        "--device",
+        "hdd-7200",
+        "--size",
+        "16m",
+        "--export-name",
+        "disk0",
+    ]);
     let mut c = Client::raw(srv.port, 1);
     c.option(OPT_LIST, &[]);
     let (t, d) = c.option_reply(OPT_LIST);
@@ -336,7 +348,16 @@ fn bad_handshakes_end_only_their_session() {
 
 #[test]
 fn bad_requests_get_errors_and_the_session_goes_on() {
-    let srv = serve(&["--device", "ideal", "--size", "1m", "--min-block", "512", "--max-block", "64k"]);
+    let srv = serve(&[
+        "--device",
+        "ideal",
+        "--size",
+        "1m",
+        "--min-block",
+        "512",
+        "--max-block",
+        "64k",
+    ]);
     let (mut c, _, flags) = Client::connect(srv.port, false);
     assert_eq!(flags & 0x4, 0, "no volatile cache: no SEND_FLUSH");
     // Past the end: EINVAL for a read, ENOSPC for a write (its payload skipped).
@@ -462,7 +483,12 @@ fn sigterm_prints_the_summary() {
         libc::kill(srv.child.id() as i32, libc::SIGTERM);
     }
     let mut out = String::new();
-    srv.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    srv.child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
     let st = srv.child.wait().unwrap();
     assert!(st.success(), "{st:?}");
     assert!(out.contains("device nvme-gen4, scheduler none"), "{out}");
@@ -485,9 +511,15 @@ fn bad_settings_are_clear_errors() {
     for (args, want) in [
         (&["--device", "nope"][..], "unknown device 'nope'"),
         (&["--size", "1000"][..], "multiple of 512"),
-        (&["--device", "ideal", "--size", "3t", "--port", "0"][..], "larger than device"),
+        (
+            &["--device", "ideal", "--size", "3t", "--port", "0"][..],
+            "larger than device",
+        ),
         (&["--min-block", "3"][..], "power of two"),
-        (&["--sched", "bfq", "--set", "kyber.read_lat_nsec=1"][..], "not 'kyber'"),
+        (
+            &["--sched", "bfq", "--set", "kyber.read_lat_nsec=1"][..],
+            "not 'kyber'",
+        ),
         (&["--size", "12q"][..], "expected a size"),
     ] {
         let o = run(args);

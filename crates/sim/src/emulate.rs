@@ -266,7 +266,13 @@ mod tests {
         assert_eq!(e.next_event(), Some(Ns(5)));
         let mut out = Vec::new();
         e.advance(Ns(5), &mut out);
-        assert_eq!(out, vec![Completion { owner: 9, at: Ns(5) }]);
+        assert_eq!(
+            out,
+            vec![Completion {
+                owner: 9,
+                at: Ns(5)
+            }]
+        );
     }
 
     #[test]

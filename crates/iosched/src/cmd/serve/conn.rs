@@ -102,7 +102,10 @@ fn spawn<S: AsyncRead + AsyncWrite + Send + 'static>(s: S, sh: &Arc<Shared>) {
     tokio::spawn(async move {
         let _slot = slot;
         let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
-        sh.stats.lock().unwrap_or_else(|e| e.into_inner()).connections += 1;
+        sh.stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .connections += 1;
         let _ = connection(s, id, sh).await;
     });
 }
@@ -160,7 +163,10 @@ async fn handshake<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
         rd.read_exact(&mut h).await.map_err(io)?;
         let oh = proto::parse_option_header(&h)?;
         if oh.len > proto::MAX_OPTION_LEN {
-            return Err(format!("option {} with {} bytes of data", oh.option, oh.len));
+            return Err(format!(
+                "option {} with {} bytes of data",
+                oh.option, oh.len
+            ));
         }
         let mut data = vec![0u8; oh.len as usize];
         rd.read_exact(&mut data).await.map_err(io)?;
@@ -216,8 +222,7 @@ async fn handshake<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
                 Ok(r) if !known(&r.name) => {
                     out = reply(
                         proto::REP_ERR_UNKNOWN,
-                        format!("no export '{}' (this server has '{}')", r.name, x.name)
-                            .as_bytes(),
+                        format!("no export '{}' (this server has '{}')", r.name, x.name).as_bytes(),
                     );
                 }
                 Ok(r) => {
@@ -320,7 +325,9 @@ async fn reader<R: AsyncRead + Unpin>(
         structured: neg.structured,
     };
     let count = Arc::new(Semaphore::new(x.max_inflight));
-    let bytes = Arc::new(Semaphore::new((x.max_inflight_bytes / BUDGET_UNIT) as usize));
+    let bytes = Arc::new(Semaphore::new(
+        (x.max_inflight_bytes / BUDGET_UNIT) as usize,
+    ));
     let now_error = |handle, cmd, error| {
         let now = sh.clock.now();
         let _ = tx.send(Done {
@@ -374,7 +381,11 @@ async fn reader<R: AsyncRead + Unpin>(
             Command::Read | Command::Write => u64::from(r.len).div_ceil(BUDGET_UNIT) as u32,
             _ => 0,
         };
-        let c = count.clone().acquire_owned().await.map_err(|e| e.to_string())?;
+        let c = count
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| e.to_string())?;
         let permit = bytes
             .clone()
             .acquire_many_owned(units)

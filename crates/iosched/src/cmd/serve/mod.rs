@@ -231,10 +231,7 @@ fn setup(a: &Args) -> Result<Setup> {
     }
     let export = Export {
         name: a.export_name.clone(),
-        description: format!(
-            "iosched: device {} with scheduler {}",
-            info.name, scheduler
-        ),
+        description: format!("iosched: device {} with scheduler {}", info.name, scheduler),
         size,
         flags,
         min_block: a.min_block,

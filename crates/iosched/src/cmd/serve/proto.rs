@@ -192,8 +192,8 @@ pub fn parse_info_request(d: &[u8]) -> Result<InfoRequest, String> {
     if nlen > 4096 {
         return Err(format!("export name of {nlen} bytes (at most 4096)"));
     }
-    let name = std::str::from_utf8(take(4, nlen)?)
-        .map_err(|_| "export name is not UTF-8".to_string())?;
+    let name =
+        std::str::from_utf8(take(4, nlen)?).map_err(|_| "export name is not UTF-8".to_string())?;
     if name.contains('\0') {
         return Err("export name contains NUL".into());
     }
@@ -271,7 +271,9 @@ pub struct Request {
 pub fn parse_request(b: &[u8; REQUEST_LEN]) -> Result<Request, String> {
     let magic = u32::from_be_bytes(b[0..4].try_into().expect("4 bytes"));
     if magic != REQUEST_MAGIC {
-        return Err(format!("request magic {magic:#010x}, expected {REQUEST_MAGIC:#010x}"));
+        return Err(format!(
+            "request magic {magic:#010x}, expected {REQUEST_MAGIC:#010x}"
+        ));
     }
     Ok(Request {
         flags: u16::from_be_bytes([b[4], b[5]]),
@@ -318,8 +320,13 @@ pub fn chunk_header(flags: u16, kind: u16, handle: u64, len: u32) -> [u8; 20] {
 /// A final `NBD_REPLY_TYPE_ERROR` chunk with a message.
 pub fn error_chunk(handle: u64, error: u32, msg: &str) -> Vec<u8> {
     let msg = &msg.as_bytes()[..msg.len().min(1024)];
-    let mut v = chunk_header(REPLY_FLAG_DONE, REPLY_TYPE_ERROR, handle, 6 + msg.len() as u32)
-        .to_vec();
+    let mut v = chunk_header(
+        REPLY_FLAG_DONE,
+        REPLY_TYPE_ERROR,
+        handle,
+        6 + msg.len() as u32,
+    )
+    .to_vec();
     v.extend_from_slice(&error.to_be_bytes());
     v.extend_from_slice(&(msg.len() as u16).to_be_bytes());
     v.extend_from_slice(msg);
@@ -453,26 +460,59 @@ mod tests {
     #[test]
     fn requests_are_checked_as_the_protocol_says() {
         let x = limits();
-        assert_eq!(check_request(&req(CMD_READ, 0, 0, 4096), &x), Ok(Command::Read));
+        assert_eq!(
+            check_request(&req(CMD_READ, 0, 0, 4096), &x),
+            Ok(Command::Read)
+        );
         // Past the end: EINVAL for a read, ENOSPC for a write.
-        assert_eq!(check_request(&req(CMD_READ, 0, (1 << 20) - 512, 1024), &x), Err(EINVAL));
-        assert_eq!(check_request(&req(CMD_WRITE, 0, 1 << 20, 512), &x), Err(ENOSPC));
+        assert_eq!(
+            check_request(&req(CMD_READ, 0, (1 << 20) - 512, 1024), &x),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check_request(&req(CMD_WRITE, 0, 1 << 20, 512), &x),
+            Err(ENOSPC)
+        );
         // Offset + length overflowing u64 is past the end, not a wrap.
-        assert_eq!(check_request(&req(CMD_READ, 0, u64::MAX - 511, 512), &x), Err(EINVAL));
+        assert_eq!(
+            check_request(&req(CMD_READ, 0, u64::MAX - 511, 512), &x),
+            Err(EINVAL)
+        );
         // Misaligned, empty, oversize.
         assert_eq!(check_request(&req(CMD_READ, 0, 100, 512), &x), Err(EINVAL));
         assert_eq!(check_request(&req(CMD_READ, 0, 0, 100), &x), Err(EINVAL));
         assert_eq!(check_request(&req(CMD_READ, 0, 0, 0), &x), Err(EINVAL));
-        assert_eq!(check_request(&req(CMD_READ, 0, 0, (1 << 16) + 512), &x), Err(EINVAL));
-        assert_eq!(check_request(&req(CMD_WRITE, 0, 0, (1 << 16) + 512), &x), Err(EINVAL));
-        assert_eq!(check_request(&req(CMD_TRIM, 0, 0, 1 << 20), &x), Ok(Command::Trim));
+        assert_eq!(
+            check_request(&req(CMD_READ, 0, 0, (1 << 16) + 512), &x),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check_request(&req(CMD_WRITE, 0, 0, (1 << 16) + 512), &x),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check_request(&req(CMD_TRIM, 0, 0, 1 << 20), &x),
+            Ok(Command::Trim)
+        );
         // Unknown command and flag; flags not valid for the command.
         assert_eq!(check_request(&req(99, 0, 0, 512), &x), Err(EINVAL));
-        assert_eq!(check_request(&req(CMD_READ, 1 << 9, 0, 512), &x), Err(EINVAL));
-        assert_eq!(check_request(&req(CMD_WRITE, CMD_FLAG_NO_HOLE, 0, 512), &x), Err(EINVAL));
-        assert_eq!(check_request(&req(CMD_READ, CMD_FLAG_DF, 0, 512), &x), Err(EINVAL));
+        assert_eq!(
+            check_request(&req(CMD_READ, 1 << 9, 0, 512), &x),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check_request(&req(CMD_WRITE, CMD_FLAG_NO_HOLE, 0, 512), &x),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check_request(&req(CMD_READ, CMD_FLAG_DF, 0, 512), &x),
+            Err(EINVAL)
+        );
         // Flush: offset and length must be zero.
-        assert_eq!(check_request(&req(CMD_FLUSH, 0, 0, 0), &x), Ok(Command::Flush));
+        assert_eq!(
+            check_request(&req(CMD_FLUSH, 0, 0, 0), &x),
+            Ok(Command::Flush)
+        );
         assert_eq!(check_request(&req(CMD_FLUSH, 0, 0, 512), &x), Err(EINVAL));
         assert_eq!(
             check_request(&req(CMD_WRITE_ZEROES, CMD_FLAG_NO_HOLE, 0, 512), &x),
@@ -484,7 +524,10 @@ mod tests {
             ..x
         };
         assert_eq!(check_request(&req(CMD_FLUSH, 0, 0, 0), &bare), Err(EINVAL));
-        assert_eq!(check_request(&req(CMD_WRITE, CMD_FLAG_FUA, 0, 512), &bare), Err(EINVAL));
+        assert_eq!(
+            check_request(&req(CMD_WRITE, CMD_FLAG_FUA, 0, 512), &bare),
+            Err(EINVAL)
+        );
         assert_eq!(check_request(&req(CMD_WRITE, 0, 0, 512), &bare), Err(EPERM));
     }
 

@@ -139,7 +139,9 @@ impl FileStore {
 
 impl Store for FileStore {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), StoreError> {
-        self.file.read_exact_at(buf, offset).map_err(|_| StoreError::Io)
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|_| StoreError::Io)
     }
 
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<(), StoreError> {
@@ -204,7 +206,11 @@ mod tests {
         s.read_at(1000, &mut b).unwrap();
         for (i, &x) in b.iter().enumerate() {
             let at = 1000 + i as u64;
-            let want = if (4000..9000).contains(&at) { 0 } else { data[i] };
+            let want = if (4000..9000).contains(&at) {
+                0
+            } else {
+                data[i]
+            };
             assert_eq!(x, want, "byte {at}");
         }
         s.flush().unwrap();
