@@ -67,6 +67,9 @@ fn serve(args: &[&str]) -> Server {
     Server { child, port }
 }
 
+/// What NBD_OPT_GO gave: size, transmission flags, block sizes (min, preferred, max).
+type Go = (u64, u16, Vec<(u32, u32, u32)>);
+
 struct Client {
     s: TcpStream,
     structured: bool,
@@ -119,7 +122,7 @@ impl Client {
     }
 
     /// NBD_OPT_GO for `name`: the size and transmission flags, or the error reply.
-    fn go(&mut self, name: &str) -> Result<(u64, u16, Vec<(u32, u32, u32)>), u32> {
+    fn go(&mut self, name: &str) -> Result<Go, u32> {
         let mut d = (name.len() as u32).to_be_bytes().to_vec();
         d.extend_from_slice(name.as_bytes());
         d.extend_from_slice(&1u16.to_be_bytes());

@@ -167,7 +167,7 @@ fn setup(a: &Args) -> Result<Setup> {
         Some(s) => parse_size("--size", s)?,
         None => capacity,
     };
-    if size == 0 || size % 512 != 0 {
+    if size == 0 || !size.is_multiple_of(512) {
         bail!("--size {size}: expected a positive multiple of 512 bytes");
     }
     if size > capacity {
@@ -183,7 +183,7 @@ fn setup(a: &Args) -> Result<Setup> {
         );
     }
     let max_block = parse_size("--max-block", &a.max_block)?;
-    if max_block < 4096 || max_block > 1 << 30 || max_block % u64::from(a.min_block) != 0 {
+    if !(4096..=1 << 30).contains(&max_block) || !max_block.is_multiple_of(u64::from(a.min_block)) {
         bail!("--max-block {max_block}: expected 4k to 1g, a multiple of --min-block");
     }
     let inflight_bytes = parse_size("--max-inflight-bytes", &a.max_inflight_bytes)?;

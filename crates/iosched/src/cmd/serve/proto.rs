@@ -414,7 +414,7 @@ pub fn check_request(r: &Request, x: &ExportLimits) -> Result<Command, u32> {
         return Err(EINVAL);
     }
     let m = u64::from(x.min_block.max(1));
-    if r.offset % m != 0 || u64::from(r.len) % m != 0 {
+    if !r.offset.is_multiple_of(m) || !u64::from(r.len).is_multiple_of(m) {
         return Err(EINVAL);
     }
     match r.offset.checked_add(u64::from(r.len)) {
