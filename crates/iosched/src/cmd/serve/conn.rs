@@ -118,7 +118,10 @@ async fn connection<S: AsyncRead + AsyncWrite + Send + 'static>(
     id: u32,
     sh: Arc<Shared>,
 ) -> Result<(), Hard> {
-    let (mut rd, mut wr) = tokio::io::split(s);
+    let (rd, mut wr) = tokio::io::split(s);
+    // Buffered: a request header is 28 bytes, and a client at depth sends many
+    // at once; one read system call takes them all.
+    let mut rd = tokio::io::BufReader::with_capacity(128 * 1024, rd);
     let neg = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut rd, &mut wr, &sh)).await
     {
         Ok(Ok(Some(n))) => n,
