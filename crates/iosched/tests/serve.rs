@@ -584,3 +584,44 @@ fn fuzzed_handshakes_and_requests_never_take_the_server_down() {
     let (mut c, _, _) = Client::connect(srv.port, false);
     assert_eq!(c.read(1, 0, 4096).0, 0);
 }
+
+#[test]
+fn unix_socket_serves_and_is_removed_on_exit() {
+    let dir = std::env::temp_dir().join(format!("iosched-sock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("s.sock");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iosched"))
+        .args([
+            "serve", "--device", "ideal", "--size", "1m", "--status", "0",
+        ])
+        .args(["--timeout", "60", "--socket", sock.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("nbd+unix:///?socket="), "{line}");
+    let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    let mut g = [0u8; 18];
+    s.read_exact(&mut g).unwrap();
+    assert_eq!(u64_at(&g, 0), NBDMAGIC);
+    s.write_all(&1u32.to_be_bytes()).unwrap();
+    let mut m = IHAVEOPT.to_be_bytes().to_vec();
+    m.extend_from_slice(&OPT_EXPORT_NAME.to_be_bytes());
+    m.extend_from_slice(&0u32.to_be_bytes());
+    s.write_all(&m).unwrap();
+    let mut r = [0u8; 134];
+    s.read_exact(&mut r).unwrap();
+    assert_eq!(u64_at(&r, 0), 1 << 20);
+    drop(s);
+    // SAFETY: signalling the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(!sock.exists(), "the socket file is removed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
