@@ -13,7 +13,7 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "iosched", version, about, long_about = None)]
 #[command(
-    after_help = "Examples:\n  iosched run examples/randread-4k.fio\n  iosched fio --name=r --rw=randread --bs=4k --size=1g --direct=1 --ioengine=libaio --iodepth=32\n  iosched schedulers\n  iosched devices\n  iosched hosts"
+    after_help = "Examples:\n  iosched run examples/randread-4k.fio\n  iosched fio --name=r --rw=randread --bs=4k --size=1g --direct=1 --ioengine=libaio --iodepth=32\n  iosched schedulers\n  iosched devices\n  iosched hosts\n  iosched serve --device nvme-gen4 --size 8g"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,6 +47,8 @@ enum Command {
     SchedReplay(cmd::sched_replay::Args),
     /// Record the running kernel's scheduler decisions, or compare ours with them.
     KernelTrace(cmd::kernel_trace::Args),
+    /// Serve a modelled disk in real time over NBD (fio's nbd engine, qemu, nbdcopy).
+    Serve(cmd::serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => cmd::replay::run(a),
         Command::SchedReplay(a) => cmd::sched_replay::run(a),
         Command::KernelTrace(a) => cmd::kernel_trace::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

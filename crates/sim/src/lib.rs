@@ -7,11 +7,13 @@
 //!   verifying job reads back;
 //! - [`pagecache`] is the device's page cache for buffered I/O (writes, fsync);
 //! - [`engine`] is the event queue, [`simulate`] wires jobs, queue and device together;
+//!   [`emulate`] drives the same queue and device from a caller's clock (`iosched serve`);
 //! - [`stats`] collects fio's statistics, [`report`] prints them as fio does, [`iolog`]
 //!   writes fio's latency, bandwidth and IOPS logs;
 //! - [`bench`](mod@bench) holds the built-in throughput benchmarks.
 
 pub mod bench;
+pub mod emulate;
 pub mod engine;
 pub mod fio;
 pub mod iolog;

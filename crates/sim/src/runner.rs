@@ -820,6 +820,35 @@ fn choose_scheduler(
     Ok(scheduler)
 }
 
+/// The settings for driving the block layer without jobs (the real-time emulator,
+/// `iosched serve`): the scheduler named in `opts` (else the device's default, as
+/// the kernel attaches), every `--set` applied as for a run. The host is the free
+/// one: the real machine's CPUs do the work.
+pub fn emulator_config(
+    opts: &RunOptions,
+    info: &devices::DeviceInfo,
+) -> Result<SimConfig, RunError> {
+    let scheduler = opts
+        .scheduler
+        .clone()
+        .unwrap_or_else(|| info.default_scheduler.to_string());
+    if !blk::elevator::SCHEDULERS
+        .iter()
+        .any(|s| s.name == scheduler)
+    {
+        return Err(RunError::Setting(
+            blk::elevator::UnknownScheduler(scheduler).to_string(),
+        ));
+    }
+    if opts.host.cpus.is_some() {
+        return Err(RunError::Setting(format!(
+            "host '{}': the emulator runs on the real host; only the free host applies",
+            opts.host.name
+        )));
+    }
+    sim_config(opts, info, &scheduler)
+}
+
 /// The simulation's settings: the host, then every `--set` (`blk.*`,
 /// `vm.*`, the scheduler's tunables) in order.
 fn sim_config(

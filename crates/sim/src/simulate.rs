@@ -274,6 +274,51 @@ pub struct HostSummary {
     pub locks: Vec<host::lock::LockStats>,
 }
 
+/// The request queue of a run: `cfg`'s scheduler with its tunables over a device
+/// described by `info` (its queue depth, limits, cache and hardware queues). Shared
+/// by [`Simulation`] and the real-time emulator ([`crate::emulate`]).
+pub fn build_queue(cfg: &SimConfig, info: &devices::DeviceInfo) -> Result<Queue, SimError> {
+    let make = elevator::SCHEDULERS
+        .iter()
+        .find(|s| s.name == cfg.scheduler)
+        .ok_or_else(|| elevator::UnknownScheduler(cfg.scheduler.clone()))?
+        .make;
+    let qcfg = QueueConfig {
+        // Without an elevator the kernel allocates straight from the driver tags.
+        nr_requests: if cfg.scheduler == "none" {
+            Some(cfg.nr_requests.unwrap_or(info.queue_depth))
+        } else {
+            cfg.nr_requests
+        },
+        queue_depth: info.queue_depth,
+        nr_cpus: cfg.nr_cpus,
+        hz: cfg.hz,
+        rotational: info.rotational,
+        limits: blk::merge::MergeLimits {
+            // BLK_DEF_MAX_SECTORS_CAP is 8192 sectors (4 MiB) since v6.17.
+            max_sectors: match cfg.max_sectors_kb {
+                Some(kb) => (kb * 2).min(info.max_hw_sectors),
+                None => info.max_hw_sectors.clamp(8, 8192),
+            },
+            max_segments: info.max_segments,
+            max_hw_sectors: info.max_hw_sectors,
+            max_discard_segments: 1,
+            nomerges: cfg.nomerges,
+        },
+        write_cache: info.write_cache,
+        fua: info.write_cache && info.fua,
+        flush_insert: cfg.flush_insert,
+        nr_sched_batch: cfg.nr_sched_batch,
+        nr_hw_queues: info.nr_hw_queues,
+    };
+    let mut queue = Queue::new(qcfg, |p: &QueueParams| make(p));
+    queue.elevator_mut().set_cgroups(&cfg.cgroups);
+    for (k, v) in &cfg.tunables {
+        queue.elevator_mut().set_tunable(k, v)?;
+    }
+    Ok(queue)
+}
+
 /// One simulation: a queue with its scheduler, a device, and the job clones.
 pub struct Simulation {
     queue: Queue,
@@ -325,44 +370,7 @@ impl Simulation {
         jobs: Vec<JobConfig>,
     ) -> Result<Simulation, SimError> {
         let info = device.info().clone();
-        let make = elevator::SCHEDULERS
-            .iter()
-            .find(|s| s.name == cfg.scheduler)
-            .ok_or_else(|| elevator::UnknownScheduler(cfg.scheduler.clone()))?
-            .make;
-        let qcfg = QueueConfig {
-            // Without an elevator the kernel allocates straight from the driver tags.
-            nr_requests: if cfg.scheduler == "none" {
-                Some(cfg.nr_requests.unwrap_or(info.queue_depth))
-            } else {
-                cfg.nr_requests
-            },
-            queue_depth: info.queue_depth,
-            nr_cpus: cfg.nr_cpus,
-            hz: cfg.hz,
-            rotational: info.rotational,
-            limits: blk::merge::MergeLimits {
-                // BLK_DEF_MAX_SECTORS_CAP is 8192 sectors (4 MiB) since v6.17.
-                max_sectors: match cfg.max_sectors_kb {
-                    Some(kb) => (kb * 2).min(info.max_hw_sectors),
-                    None => info.max_hw_sectors.clamp(8, 8192),
-                },
-                max_segments: info.max_segments,
-                max_hw_sectors: info.max_hw_sectors,
-                max_discard_segments: 1,
-                nomerges: cfg.nomerges,
-            },
-            write_cache: info.write_cache,
-            fua: info.write_cache && info.fua,
-            flush_insert: cfg.flush_insert,
-            nr_sched_batch: cfg.nr_sched_batch,
-            nr_hw_queues: info.nr_hw_queues,
-        };
-        let mut queue = Queue::new(qcfg, |p: &QueueParams| make(p));
-        queue.elevator_mut().set_cgroups(&cfg.cgroups);
-        for (k, v) in &cfg.tunables {
-            queue.elevator_mut().set_tunable(k, v)?;
-        }
+        let queue = build_queue(cfg, &info)?;
         let mut groups: Vec<u32> = jobs.iter().map(|j| j.group).collect();
         groups.dedup();
         let group_left = groups

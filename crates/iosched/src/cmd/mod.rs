@@ -13,6 +13,7 @@ pub mod report;
 pub mod run;
 pub mod sched_replay;
 pub mod schedulers;
+pub mod serve;
 pub mod signals;
 pub mod sim_opts;
 pub mod sweep;
