@@ -44,6 +44,10 @@ pub struct CompareOptions {
     pub swap: usize,
     /// Ops shown before and after a disagreement.
     pub context: usize,
+    /// BFQ only: when an "issue order swapped" disagreement has its two issues on
+    /// different CPUs (two dispatchers racing), replay the rest in the order the
+    /// kernel decided them — ours first — rather than the traced one.
+    pub keep_swaps: bool,
 }
 
 impl Default for CompareOptions {
@@ -53,6 +57,7 @@ impl Default for CompareOptions {
             window: 8,
             swap: 4,
             context: 3,
+            keep_swaps: true,
         }
     }
 }
@@ -100,6 +105,12 @@ pub struct CompareReport {
     pub refusals_not_reproduced: usize,
     /// Issues moved before other CPUs' events ("issued late"), the order kept.
     pub reordered: usize,
+    /// Completions moved after the other CPU's inserts traced within
+    /// [`COMPLETION_LAG_NS`] of them ("completed with other-CPU inserts"), the order kept.
+    pub completions_moved: usize,
+    /// Swapped issues of racing dispatchers kept in the decided order (BFQ,
+    /// [`CompareOptions::keep_swaps`]).
+    pub swaps_kept: usize,
     /// Our token-pool resizes during the replay (kyber), to set beside the kernel's
     /// ([`Converted::depth_changes`]); `t` is the op after which the change was seen.
     pub depth_changes: Vec<DepthChange>,
@@ -527,6 +538,96 @@ fn try_reorder(
     None
 }
 
+/// How close (ns) an insert on another CPU may be traced after a completion for the
+/// two to count as unordered. Each CPU stamps its events with its own clock read
+/// (`trace_clock_local`), and the completion's task goes on to the scheduler's
+/// `finish_request` after its `block_rq_complete` event, so across CPUs an order
+/// this close is not the order the scheduler saw them in. The bound is the largest
+/// gap seen in the recordings where moving the completion explains a decision
+/// (0.2–0.9 µs); unverified beyond them.
+pub const COMPLETION_LAG_NS: u64 = 1_000;
+
+/// "Completed with other-CPU inserts": is there a completion among the last
+/// inserts/completions before decision `i`, followed by inserts of *another* CPU
+/// traced within [`COMPLETION_LAG_NS`] of it, such that replaying the completion
+/// after those inserts makes us choose `k`? Returns `(p, q)`: the completion at op
+/// `p` moves to just after op `q`.
+fn try_completion_lag(
+    c: &Converted,
+    forced: &Forced,
+    i: usize,
+    k: u64,
+    o: &CompareOptions,
+    refused: &[usize],
+) -> Option<(usize, usize)> {
+    let mut seen = 0;
+    let mut p = i;
+    while p > 0 && seen < o.window {
+        p -= 1;
+        if matches!(c.ops[p].kind, OpKind::Dispatch) {
+            continue;
+        }
+        seen += 1;
+        if !matches!(c.ops[p].kind, OpKind::Complete { .. }) {
+            continue;
+        }
+        let cpu = c.cpu[p];
+        let t = c.ops[p].t;
+        let mut q = p;
+        while q + 1 < i
+            && matches!(c.ops[q + 1].kind, OpKind::Insert(_))
+            && c.cpu[q + 1].is_some()
+            && c.cpu[q + 1] != cpu
+            && c.ops[q + 1].t.saturating_sub(t) <= COMPLETION_LAG_NS
+        {
+            q += 1;
+        }
+        if q == p {
+            continue;
+        }
+        if refused.iter().any(|&x| x > p && x <= q) {
+            continue;
+        }
+        let Ok(mut r) = forced.rebuild(c, p, refused) else {
+            continue;
+        };
+        let moved = TraceOp {
+            t: c.ops[q].t,
+            jiffies: c.ops[q].jiffies,
+            kind: c.ops[p].kind.clone(),
+        };
+        let ok = c.ops[p + 1..=q]
+            .iter()
+            .chain(std::iter::once(&moved))
+            .all(|op| apply_tolerant(&mut r, op).is_ok())
+            && replay_forced(&mut r, c, q + 1, i, refused).is_ok();
+        if !ok {
+            continue;
+        }
+        let op = TraceOp {
+            kind: OpKind::Dispatch,
+            ..c.ops[i].clone()
+        };
+        if matches!(r.apply(&op), Ok(Some(Some(got))) if got == k) {
+            return Some((p, q));
+        }
+    }
+    None
+}
+
+/// Keep the order [`try_completion_lag`] found: the completion at `p` moves to
+/// just after `q`, taking `q`'s time.
+fn move_later(c: &mut Converted, perm: &mut [usize], p: usize, q: usize) {
+    let (t, jiffies) = (c.ops[q].t, c.ops[q].jiffies);
+    c.ops[p..=q].rotate_left(1);
+    c.ops[q].t = t;
+    c.ops[q].jiffies = jiffies;
+    c.expected[p..=q].rotate_left(1);
+    c.source_line[p..=q].rotate_left(1);
+    c.cpu[p..=q].rotate_left(1);
+    perm[p..=q].rotate_left(1);
+}
+
 /// The forced replay at `s`, advanced through the ops `order` (indices from `s`
 /// on, each dispatch forced to the kernel's choice; a moved dispatch takes the
 /// time of the op it now precedes).
@@ -605,6 +706,7 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
         })
         .collect();
     let mut last_parked = 0;
+    let keep_swaps = o.keep_swaps && r.elevator().name() == "bfq";
     for i in 0..c.ops.len() {
         let c = &work;
         let op = &c.ops[i].clone();
@@ -697,6 +799,25 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
                 explanation = Some("issued late (decided before the other CPU's events)");
             }
         }
+        let mut lag = None;
+        let mut swap_kept = false;
+        if explanation.is_none() && o.explain {
+            lag = try_completion_lag(c, &forced, i, k, o, &refused);
+            if lag.is_some() {
+                explanation = Some("completed with other-CPU inserts");
+            }
+        }
+        // Two dispatchers racing: the kernel decided ours first, the other CPU's issue
+        // event came first. BFQ's state depends on the order of its decisions, so the
+        // replay goes on in the decided one.
+        if keep_swaps && explanation == Some("issue order swapped") && moved.is_none() {
+            if let Some(j) = (i + 1..c.ops.len()).find(|&j| c.expected[j] == ours) {
+                if c.cpu[j].is_some() && c.cpu[j] != c.cpu[i] {
+                    moved = Some((j, i));
+                    swap_kept = true;
+                }
+            }
+        }
         if explanation.is_some() {
             rep.explained += 1;
         }
@@ -721,8 +842,28 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
                 shift(a);
                 shift(b);
             }
-            rep.reordered += 1;
+            if swap_kept {
+                rep.swaps_kept += 1;
+            } else {
+                rep.reordered += 1;
+            }
             forced.rewind(&work, s, &refused);
+        }
+        if let Some((p, q)) = lag {
+            move_later(&mut work, &mut perm, p, q);
+            let shift = |x: &mut usize| {
+                if *x > p && *x <= q {
+                    *x -= 1;
+                }
+            };
+            refused.iter_mut().for_each(shift);
+            refused.sort_unstable();
+            for (a, b) in open.iter_mut() {
+                shift(a);
+                shift(b);
+            }
+            rep.completions_moved += 1;
+            forced.rewind(&work, p, &refused);
         }
         let c = &work;
         forced.advance(c, i + 1, &refused);
