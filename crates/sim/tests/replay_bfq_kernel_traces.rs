@@ -310,7 +310,11 @@ fn explicit_be_priority_not_raised() {
 fn budget_exhaustion_with_max_budget_set() {
     let (c, r) = run("bfq-maxbudget.txt");
     // A tunable the recorder wrote (not at its default) is replayed.
-    assert!(c.header.tunables.iter().any(|(k, v)| k == "max_budget" && v == "64"));
+    assert!(c
+        .header
+        .tunables
+        .iter()
+        .any(|(k, v)| k == "max_budget" && v == "64"));
     // The 7 insert merges are replayed as the inserts they were.
     assert_eq!(c.stats.insert_merges, 7);
     let d = r.disagreements.iter().find(|d| d.decision == 207).unwrap();

@@ -361,7 +361,10 @@ fn compare(a: CompareArgs) -> Result<()> {
             if !notes.is_empty() {
                 out.push_str("   BFQ's log before the issue:\n");
                 for l in notes.iter().rev().take(40).rev() {
-                    out.push_str(&format!("     [line {}] cpu {} {}\n", l.line, l.cpu, l.text));
+                    out.push_str(&format!(
+                        "     [line {}] cpu {} {}\n",
+                        l.line, l.cpu, l.text
+                    ));
                 }
             }
         }
