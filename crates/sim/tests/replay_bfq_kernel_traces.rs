@@ -271,7 +271,7 @@ fn cgroups_with_different_weights() {
     );
     assert_eq!(figures(&r), (512, 512, 512));
     let (_, r) = run_without("bfq-weights.txt", "cgroup_weight=");
-    assert_eq!(figures(&r), (512, 505, 506));
+    assert_eq!(figures(&r), (512, 504, 505));
 }
 
 /// A per-device weight override (`blkio.bfq.weight_device` `7:0 1000`) on a cgroup
@@ -354,39 +354,46 @@ fn max_budget_set_rerecorded_diverging() {
 
 // ----------------------------------------------------------------------------
 // The seed-4 shape (issue 12): psync 4 KiB random readers, each process in its own
-// cgroup (`/s1`..), equal weights, started together; recorded with `--bfq-log`
-// (BFQ's log lines are left out of the committed copies: compare ignores them).
+// cgroup (`/s1`..), equal weights, started together; recorded with `--bfq-log` on a
+// fresh BFQ instance (BFQ's log lines are left out of the committed copies: compare
+// ignores them).
 
-/// Four readers, 1 MiB each.
+/// Four readers, 1 MiB each. One decision of this shape: the kernel injected another
+/// group's read in a dispatch run *before* the in-service queue's next request
+/// arrived (its issue event came after that insert); replayed at the issue, the
+/// forced dispatch would find the in-service queue no longer empty and end its
+/// slot, so the decision is kept where it was taken (`decisions_moved`).
 #[test]
 fn seed4_shape_four_cgroups_short() {
-    let (_, r) = run("bfq-seed4-cg4-short.txt");
-    assert_eq!(figures(&r), (1024, 1024, 1024));
+    let (c, r) = run("bfq-seed4-cg4-short.txt");
+    // A read-back default tunable is not replayed (max_budget=0 would recompute
+    // bfq_max_budget from the initial peak rate).
+    assert!(c.header.tunables.iter().all(|(k, _)| k != "max_budget"));
+    assert_eq!(r.decisions_moved, 1);
+    assert_eq!(figures(&r), (1024, 1020, 1024));
 }
 
-/// Four readers, 4 MiB each (4096 decisions, over 194 budgets assigned). Until the
-/// conversion stopped replaying the read-back `max_budget=0`/`timeout_sync=124`
-/// (each recomputes `bfq_max_budget` from the initial peak rate: 17658 sectors,
-/// so budgets of 1102 where the kernel's stayed at 1024 once 194 budgets were
-/// assigned): 4071 exact, 4083 explained. The 5 left are injections of a second
-/// request (two in flight) while the in-service queue waits, where ours, at an
-/// inject limit of 1, refuses (docs/validation.md §5).
+/// Four readers, 4 MiB each: from about 95 ms (decisions 784-793) the kernel
+/// injects reads of other groups while the in-service queue (soft real-time,
+/// switched back to interactive raising) has a request in flight, which needs an
+/// inject limit of at least 2 (ours is at 1); the forced replay then ends that
+/// queue's slot where the kernel keeps it until its budget timeout (136 ms), and
+/// the replays part. Not understood yet (docs/validation.md §5).
 #[test]
 fn seed4_shape_four_cgroups_long() {
-    let (c, r) = run("bfq-seed4-cg4.txt");
-    assert!(c.header.tunables.iter().all(|(k, _)| k != "max_budget"));
-    assert_eq!(figures(&r), (4096, 4081, 4091));
-    let left: Vec<_> = r
+    let (_, r) = run("bfq-seed4-cg4.txt");
+    let first = r
         .disagreements
         .iter()
-        .filter(|d| d.explanation.is_none())
-        .collect();
-    assert!(left.iter().all(|d| d.ours.is_none()), "{left:?}");
+        .find(|d| d.explanation.is_none())
+        .unwrap();
+    assert_eq!((first.decision, first.ours), (793, Some(796)));
+    assert_eq!(figures(&r), (4096, 3250, 3284));
 }
 
 /// Eight readers, 1 MiB each.
 #[test]
 fn seed4_shape_eight_cgroups() {
     let (_, r) = run("bfq-seed4-cg8.txt");
-    assert_eq!(figures(&r), (2048, 2047, 2047));
+    assert_eq!(figures(&r), (2048, 2048, 2048));
 }

@@ -219,6 +219,7 @@ fn compare(a: CompareArgs) -> Result<()> {
             "reordered": rep.reordered,
             "completions_moved": rep.completions_moved,
             "swaps_kept": rep.swaps_kept,
+            "decisions_moved": rep.decisions_moved,
             "stopped": rep.stopped,
             "malformed_lines_skipped": kt.skipped.len(),
             "lost_events": kt.lost_events,
@@ -299,10 +300,10 @@ fn compare(a: CompareArgs) -> Result<()> {
                 rep.refusals, rep.refusals_not_reproduced, a.sched
             ));
         }
-        if rep.reordered + rep.completions_moved + rep.swaps_kept > 0 {
+        if rep.reordered + rep.completions_moved + rep.swaps_kept + rep.decisions_moved > 0 {
             out.push_str(&format!(
-                "order kept from explanations: {} issues moved earlier, {} completions moved after other-CPU inserts, {} swapped issues in decided order\n",
-                rep.reordered, rep.completions_moved, rep.swaps_kept
+                "order kept from explanations: {} issues moved earlier, {} completions moved after other-CPU inserts, {} swapped issues in decided order, {} decisions moved before recent inserts/completions\n",
+                rep.reordered, rep.completions_moved, rep.swaps_kept, rep.decisions_moved
             ));
         }
         if let Some(s) = &rep.stopped {
@@ -655,6 +656,13 @@ fn record_inner(
         {
             rec.old_sched = Some((q.join("scheduler"), name.to_string()));
         }
+    }
+    // Selecting the scheduler already in use is a no-op (`elevator_change`), which
+    // would leave its state (BFQ's peak rate, budget count, ...) from an earlier
+    // use of the queue — the loop device's queue outlives the detach. Switch to
+    // `none` first, so the recording starts from a fresh instance.
+    if rec.old_sched.as_ref().is_some_and(|(_, n)| *n == a.sched) && a.sched != "none" {
+        write_attr(q.join("scheduler"), "none")?;
     }
     write_attr(q.join("scheduler"), &a.sched)?;
     let cur = read_attr(q.join("scheduler"))?;

@@ -111,6 +111,9 @@ pub struct CompareReport {
     /// Swapped issues of racing dispatchers kept in the decided order (BFQ,
     /// [`CompareOptions::keep_swaps`]).
     pub swaps_kept: usize,
+    /// BFQ ([`CompareOptions::keep_swaps`]): "decided before recent
+    /// inserts/completions" decisions replayed at the position they were decided.
+    pub decisions_moved: usize,
     /// Our token-pool resizes during the replay (kyber), to set beside the kernel's
     /// ([`Converted::depth_changes`]); `t` is the op after which the change was seen.
     pub depth_changes: Vec<DepthChange>,
@@ -337,17 +340,13 @@ fn apply_tolerant(r: &mut Replayer, op: &TraceOp) -> Result<bool, String> {
     Ok(true)
 }
 
-/// Does moving decision `i` (kernel chose `k`) earlier or later make us choose `k`?
-fn try_explain(
+/// "Issue order swapped": what we chose, the kernel issued shortly after.
+fn swapped(
     c: &Converted,
-    forced: &Forced,
     i: usize,
-    k: u64,
     ours: Option<u64>,
     o: &CompareOptions,
-    refused: &[usize],
-) -> Option<&'static str> {
-    // Swapped issue order: what we chose, the kernel issued shortly after.
+) -> Option<(&'static str, Option<usize>)> {
     if let Some(x) = ours {
         // A burst of issues with nothing in between was pulled as one list (or parked
         // and issued together): any order within it is the same decision block.
@@ -361,8 +360,27 @@ fn try_explain(
             .take(o.swap.max(burst))
             .any(|e| e == x);
         if later {
-            return Some("issue order swapped");
+            return Some(("issue order swapped", None));
         }
+    }
+    None
+}
+
+const DECIDED_BEFORE: &str = "decided before recent inserts/completions";
+
+/// Does moving decision `i` (kernel chose `k`) earlier or later make us choose `k`?
+/// For "decided before", also the position the decision moved to.
+fn try_explain(
+    c: &Converted,
+    forced: &Forced,
+    i: usize,
+    k: u64,
+    ours: Option<u64>,
+    o: &CompareOptions,
+    refused: &[usize],
+) -> Option<(&'static str, Option<usize>)> {
+    if let Some(e) = swapped(c, i, ours, o) {
+        return Some(e);
     }
     let is_dispatch = |j: usize| matches!(c.ops[j].kind, OpKind::Dispatch);
     let inserts_k = |j: usize| matches!(&c.ops[j].kind, OpKind::Insert(ins) if ins.id == k);
@@ -407,7 +425,7 @@ fn try_explain(
         };
         if let Ok(Some(Some(got))) = r.apply(&op) {
             if got == k {
-                return Some("decided before recent inserts/completions");
+                return Some((DECIDED_BEFORE, Some(s)));
             }
         }
     }
@@ -429,7 +447,7 @@ fn try_explain(
         };
         if let Ok(Some(Some(got))) = r.apply(&op) {
             if got == k {
-                return Some("decided after following inserts/completions");
+                return Some(("decided after following inserts/completions", None));
             }
         }
     }
@@ -542,9 +560,8 @@ fn try_reorder(
 /// two to count as unordered. Each CPU stamps its events with its own clock read
 /// (`trace_clock_local`), and the completion's task goes on to the scheduler's
 /// `finish_request` after its `block_rq_complete` event, so across CPUs an order
-/// this close is not the order the scheduler saw them in. The bound is the largest
-/// gap seen in the recordings where moving the completion explains a decision
-/// (0.2–0.9 µs); unverified beyond them.
+/// this close is not the order the scheduler saw them in. Unverified: chosen to
+/// cover the one case in the recordings (`bfq-stable4cg.txt`).
 pub const COMPLETION_LAG_NS: u64 = 1_000;
 
 /// "Completed with other-CPU inserts": is there a completion among the last
@@ -784,12 +801,26 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
         } else {
             None
         };
-        let mut explanation = match parked {
-            Some(_) => Some("parked while the driver was full"),
-            None if o.explain => try_explain(c, &forced, i, k, ours, o, &refused),
-            None => None,
+        let (mut explanation, before) = match parked {
+            Some(_) => (Some("parked while the driver was full"), None),
+            None if o.explain => match try_explain(c, &forced, i, k, ours, o, &refused) {
+                Some((e, at)) => (Some(e), at),
+                None => (None, None),
+            },
+            None => (None, None),
         };
         let mut moved = parked.map(|q| (i, q + 1));
+        let mut decided_before_kept = false;
+        // BFQ: a decision taken before the inserts/completions traced ahead of its
+        // issue is replayed there; forced at the issue, it would take another path
+        // (a queue that got a request meanwhile is no longer plugged, so the forced
+        // dispatch would end its slot instead of injecting).
+        if let Some(s) = before
+            .filter(|&s| keep_swaps && !(s..i).any(|j| matches!(c.ops[j].kind, OpKind::Dispatch)))
+        {
+            moved = Some((i, s));
+            decided_before_kept = true;
+        }
         if parked.is_some() {
             last_parked = i + 1;
         }
@@ -844,6 +875,8 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             }
             if swap_kept {
                 rep.swaps_kept += 1;
+            } else if decided_before_kept {
+                rep.decisions_moved += 1;
             } else {
                 rep.reordered += 1;
             }
