@@ -123,13 +123,16 @@ fn two_sequential_readers() {
 /// Two sequential readers 1 MiB apart (libaio, iodepth 8): within 8192 sectors of
 /// each other, so EQM merges their queues (`bfq_setup_cooperator`) and one shared
 /// queue serves both in sector order, as the kernel did. With queue merging off
-/// the replay agrees far less: 957 exact, 976 explained.
+/// the replay agrees far less: 956 exact, 974 explained.
 #[test]
 fn two_close_sequential_readers_are_merged_by_eqm() {
     let (_, r) = run("bfq-eqm2.txt");
-    assert_eq!(figures(&r), (1024, 1016, 1024));
+    // Nine swapped issues of the two dispatchers are replayed in the decided order
+    // (`keep_swaps`); in the traced order: 1016 exact.
+    assert_eq!(r.swaps_kept, 9);
+    assert_eq!(figures(&r), (1024, 1015, 1024));
     let (_, r) = run_with("bfq-eqm2.txt", &[("queue_merging", "0")]);
-    assert_eq!(figures(&r), (1024, 957, 976));
+    assert_eq!(figures(&r), (1024, 956, 974));
 }
 
 /// Four psync random readers started together, 100 IOPS each, 1.2 s: their queues
@@ -147,13 +150,16 @@ fn four_readers_started_together_stable_merge() {
 /// position rb-tree (with the nearer neighbour taken instead: 464 exact). The unexplained decisions are those where the kernel
 /// serves a queue that has just become busy while ours keeps idling for the
 /// in-service, weight-raised queue of the same group; they are the same with
-/// queue merging off (461 exact, 474 explained), so not a merging rule.
+/// queue merging off (463 exact, 476 explained), so not a merging rule.
 #[test]
 fn four_readers_in_one_cgroup_started_together() {
     let (_, r) = run("bfq-stable4cg.txt");
-    assert_eq!(figures(&r), (480, 472, 474));
+    // One completion traced less than COMPLETION_LAG_NS before the other CPU's
+    // insert, replayed after it: before that rule, 472 exact and 474 explained.
+    assert_eq!(r.completions_moved, 1);
+    assert_eq!(figures(&r), (480, 478, 479));
     let (_, r) = run_with("bfq-stable4cg.txt", &[("queue_merging", "0")]);
-    assert_eq!(figures(&r), (480, 461, 474));
+    assert_eq!(figures(&r), (480, 463, 476));
 }
 
 // ----------------------------------------------------------------------------
@@ -265,7 +271,7 @@ fn cgroups_with_different_weights() {
     );
     assert_eq!(figures(&r), (512, 512, 512));
     let (_, r) = run_without("bfq-weights.txt", "cgroup_weight=");
-    assert_eq!(figures(&r), (512, 505, 506));
+    assert_eq!(figures(&r), (512, 504, 505));
 }
 
 /// A per-device weight override (`blkio.bfq.weight_device` `7:0 1000`) on a cgroup
@@ -303,6 +309,12 @@ fn explicit_be_priority_not_raised() {
 #[test]
 fn budget_exhaustion_with_max_budget_set() {
     let (c, r) = run("bfq-maxbudget.txt");
+    // A tunable the recorder wrote (not at its default) is replayed.
+    assert!(c
+        .header
+        .tunables
+        .iter()
+        .any(|(k, v)| k == "max_budget" && v == "64"));
     // The 7 insert merges are replayed as the inserts they were.
     assert_eq!(c.stats.insert_merges, 7);
     let d = r.disagreements.iter().find(|d| d.decision == 207).unwrap();
@@ -312,7 +324,7 @@ fn budget_exhaustion_with_max_budget_set() {
         Some("issued late (decided before the other CPU's events)")
     );
     assert_eq!(r.reordered, 1);
-    assert_eq!(figures(&r), (505, 352, 358));
+    assert_eq!(figures(&r), (505, 359, 366));
 }
 
 /// The same workload re-recorded (fresh BFQ data each time: the recorder selects
@@ -338,4 +350,50 @@ fn max_budget_set_rerecorded_diverging() {
         .unwrap();
     assert_eq!((first.decision, first.ours), (132, None));
     assert_eq!(figures(&r), (488, 475, 478));
+}
+
+// ----------------------------------------------------------------------------
+// The seed-4 shape (issue 12): psync 4 KiB random readers, each process in its own
+// cgroup (`/s1`..), equal weights, started together; recorded with `--bfq-log` on a
+// fresh BFQ instance (BFQ's log lines are left out of the committed copies: compare
+// ignores them).
+
+/// Four readers, 1 MiB each. One decision of this shape: the kernel injected another
+/// group's read in a dispatch run *before* the in-service queue's next request
+/// arrived (its issue event came after that insert); replayed at the issue, the
+/// forced dispatch would find the in-service queue no longer empty and end its
+/// slot, so the decision is kept where it was taken (`decisions_moved`).
+#[test]
+fn seed4_shape_four_cgroups_short() {
+    let (c, r) = run("bfq-seed4-cg4-short.txt");
+    // A read-back default tunable is not replayed (max_budget=0 would recompute
+    // bfq_max_budget from the initial peak rate).
+    assert!(c.header.tunables.iter().all(|(k, _)| k != "max_budget"));
+    assert_eq!(r.decisions_moved, 1);
+    assert_eq!(figures(&r), (1024, 1020, 1024));
+}
+
+/// Four readers, 4 MiB each: from about 95 ms (decisions 784-793) the kernel
+/// injects reads of other groups while the in-service queue (soft real-time,
+/// switched back to interactive raising) has a request in flight, which needs an
+/// inject limit of at least 2 (ours is at 1); the forced replay then ends that
+/// queue's slot where the kernel keeps it until its budget timeout (136 ms), and
+/// the replays part. Not understood yet (docs/validation.md §5).
+#[test]
+fn seed4_shape_four_cgroups_long() {
+    let (_, r) = run("bfq-seed4-cg4.txt");
+    let first = r
+        .disagreements
+        .iter()
+        .find(|d| d.explanation.is_none())
+        .unwrap();
+    assert_eq!((first.decision, first.ours), (793, Some(796)));
+    assert_eq!(figures(&r), (4096, 3250, 3284));
+}
+
+/// Eight readers, 1 MiB each.
+#[test]
+fn seed4_shape_eight_cgroups() {
+    let (_, r) = run("bfq-seed4-cg8.txt");
+    assert_eq!(figures(&r), (2048, 2048, 2048));
 }

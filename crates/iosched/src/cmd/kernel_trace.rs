@@ -90,6 +90,13 @@ pub struct RecordArgs {
     /// `MAJ:MIN W` line in `blkio.bfq.weight_device` (v1) or `io.bfq.weight` (v2).
     #[arg(long = "cgroup-device-weight", value_name = "PATH=W")]
     cgroup_device_weight: Vec<String>,
+    /// With `--sched bfq`: also record BFQ's own log messages (`bfq_log_bfqq`,
+    /// blktrace notes), through tracefs's `blk` tracer with the device's
+    /// `trace/act_mask` set to `notify`. They show why BFQ decided (queue selected,
+    /// injected, expired, idling); compare ignores them. Costs about 20 lines per
+    /// request.
+    #[arg(long)]
+    bfq_log: bool,
     /// fio arguments (after `--`).
     #[arg(last = true, required = true)]
     fio: Vec<String>,
@@ -124,6 +131,10 @@ pub struct CompareArgs {
     /// How many later issues a swapped issue order may reach.
     #[arg(long, default_value_t = 4)]
     swap: usize,
+    /// BFQ: replay a swapped issue order of two racing dispatchers in the traced
+    /// order, not the decided one (by default the decided order is kept).
+    #[arg(long)]
+    no_keep_swaps: bool,
     /// How many disagreements to show with context.
     #[arg(long, default_value_t = 5)]
     show: usize,
@@ -169,6 +180,7 @@ fn compare(a: CompareArgs) -> Result<()> {
         explain: !a.no_explain,
         window: a.window,
         swap: a.swap,
+        keep_swaps: !a.no_keep_swaps,
         ..Default::default()
     };
     let rep = kernel_trace::compare(&conv, &opts).map_err(|e| anyhow!("{name}: {e}"))?;
@@ -205,6 +217,9 @@ fn compare(a: CompareArgs) -> Result<()> {
             "refusals": rep.refusals,
             "refusals_not_reproduced": rep.refusals_not_reproduced,
             "reordered": rep.reordered,
+            "completions_moved": rep.completions_moved,
+            "swaps_kept": rep.swaps_kept,
+            "decisions_moved": rep.decisions_moved,
             "stopped": rep.stopped,
             "malformed_lines_skipped": kt.skipped.len(),
             "lost_events": kt.lost_events,
@@ -285,6 +300,12 @@ fn compare(a: CompareArgs) -> Result<()> {
                 rep.refusals, rep.refusals_not_reproduced, a.sched
             ));
         }
+        if rep.reordered + rep.completions_moved + rep.swaps_kept + rep.decisions_moved > 0 {
+            out.push_str(&format!(
+                "order kept from explanations: {} issues moved earlier, {} completions moved after other-CPU inserts, {} swapped issues in decided order, {} decisions moved before recent inserts/completions\n",
+                rep.reordered, rep.completions_moved, rep.swaps_kept, rep.decisions_moved
+            ));
+        }
         if let Some(s) = &rep.stopped {
             out.push_str(&format!("stopped early: {s}\n"));
         }
@@ -328,6 +349,24 @@ fn compare(a: CompareArgs) -> Result<()> {
             for l in kernel_trace::compare::context(&conv, d, opts.context) {
                 out.push_str(&l);
                 out.push('\n');
+            }
+            // BFQ's own log (`record --bfq-log`) from the op before the decision to
+            // the issue: why the kernel chose.
+            let line = conv.source_line[d.op_index];
+            let from = conv.source_line[d.op_index.saturating_sub(1)];
+            let notes: Vec<_> = kt
+                .bfq_log
+                .iter()
+                .filter(|l| l.line > from && l.line < line)
+                .collect();
+            if !notes.is_empty() {
+                out.push_str("   BFQ's log before the issue:\n");
+                for l in notes.iter().rev().take(40).rev() {
+                    out.push_str(&format!(
+                        "     [line {}] cpu {} {}\n",
+                        l.line, l.cpu, l.text
+                    ));
+                }
             }
         }
     }
@@ -408,6 +447,10 @@ struct Recording {
     /// Cgroup directories we created, removed (deepest first) on teardown.
     cgroups_made: Vec<PathBuf>,
     scratch: Option<PathBuf>,
+    /// `--bfq-log`: the tracer before we selected `blk`, and the loop device's
+    /// `trace/` directory whose blktrace we enabled.
+    old_tracer: Option<String>,
+    blk_trace_dir: Option<PathBuf>,
 }
 
 fn write_attr(path: impl AsRef<Path>, val: &str) -> Result<()> {
@@ -427,6 +470,12 @@ impl Drop for Recording {
     fn drop(&mut self) {
         if self.tracing_touched {
             let _ = fs::write(format!("{TRACEFS}/tracing_on"), "0");
+            if let Some(d) = &self.blk_trace_dir {
+                let _ = fs::write(d.join("enable"), "0");
+            }
+            if let Some(t) = &self.old_tracer {
+                let _ = fs::write(format!("{TRACEFS}/current_tracer"), t);
+            }
             for e in EVENTS.iter().chain(&self.extra_events) {
                 let _ = fs::write(format!("{TRACEFS}/events/{e}/enable"), "0");
                 let _ = fs::write(format!("{TRACEFS}/events/{e}/filter"), "0");
@@ -608,6 +657,13 @@ fn record_inner(
             rec.old_sched = Some((q.join("scheduler"), name.to_string()));
         }
     }
+    // Selecting the scheduler already in use is a no-op (`elevator_change`), which
+    // would leave its state (BFQ's peak rate, budget count, ...) from an earlier
+    // use of the queue — the loop device's queue outlives the detach. Switch to
+    // `none` first, so the recording starts from a fresh instance.
+    if rec.old_sched.as_ref().is_some_and(|(_, n)| *n == a.sched) && a.sched != "none" {
+        write_attr(q.join("scheduler"), "none")?;
+    }
     write_attr(q.join("scheduler"), &a.sched)?;
     let cur = read_attr(q.join("scheduler"))?;
     if !cur.contains(&format!("[{}]", a.sched)) {
@@ -690,6 +746,22 @@ fn record_inner(
             write_attr(format!("{TRACEFS}/events/{e}/enable"), "1")?;
         }
     }
+    if a.bfq_log {
+        if a.sched != "bfq" {
+            bail!("--bfq-log needs --sched bfq");
+        }
+        let tracers = read_attr(format!("{TRACEFS}/available_tracers")).unwrap_or_default();
+        if !tracers.split_whitespace().any(|t| t == "blk") {
+            bail!("--bfq-log: this kernel has no 'blk' tracer (CONFIG_BLK_DEV_IO_TRACE)");
+        }
+        rec.old_tracer = Some(read_attr(format!("{TRACEFS}/current_tracer"))?);
+        // Selecting a tracer clears the buffer, so it comes before anything is traced.
+        write_attr(format!("{TRACEFS}/current_tracer"), "blk")?;
+        let d = PathBuf::from(format!("/sys/block/{base}/trace"));
+        write_attr(d.join("act_mask"), "notify")?;
+        rec.blk_trace_dir = Some(d.clone());
+        write_attr(d.join("enable"), "1")?;
+    }
     let stat_path = format!("/sys/block/{base}/stat");
     let stat_before = read_attr(&stat_path)?;
     write_attr(format!("{TRACEFS}/tracing_on"), "1")?;
@@ -760,6 +832,9 @@ fn record_inner(
                 "# iosched: cgroup_weight_device={path} {maj}:{min} {d}\n"
             ));
         }
+    }
+    if a.bfq_log {
+        hdr.push_str("# iosched: bfq_log=1\n");
     }
     hdr.push_str(&format!("# iosched: size={size}\n"));
     hdr.push_str(&format!("# iosched: fio={}\n", a.fio.join(" ")));

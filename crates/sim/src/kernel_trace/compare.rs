@@ -44,6 +44,10 @@ pub struct CompareOptions {
     pub swap: usize,
     /// Ops shown before and after a disagreement.
     pub context: usize,
+    /// BFQ only: when an "issue order swapped" disagreement has its two issues on
+    /// different CPUs (two dispatchers racing), replay the rest in the order the
+    /// kernel decided them — ours first — rather than the traced one.
+    pub keep_swaps: bool,
 }
 
 impl Default for CompareOptions {
@@ -53,6 +57,7 @@ impl Default for CompareOptions {
             window: 8,
             swap: 4,
             context: 3,
+            keep_swaps: true,
         }
     }
 }
@@ -100,6 +105,15 @@ pub struct CompareReport {
     pub refusals_not_reproduced: usize,
     /// Issues moved before other CPUs' events ("issued late"), the order kept.
     pub reordered: usize,
+    /// Completions moved after the other CPU's inserts traced within
+    /// [`COMPLETION_LAG_NS`] of them ("completed with other-CPU inserts"), the order kept.
+    pub completions_moved: usize,
+    /// Swapped issues of racing dispatchers kept in the decided order (BFQ,
+    /// [`CompareOptions::keep_swaps`]).
+    pub swaps_kept: usize,
+    /// BFQ ([`CompareOptions::keep_swaps`]): "decided before recent
+    /// inserts/completions" decisions replayed at the position they were decided.
+    pub decisions_moved: usize,
     /// Our token-pool resizes during the replay (kyber), to set beside the kernel's
     /// ([`Converted::depth_changes`]); `t` is the op after which the change was seen.
     pub depth_changes: Vec<DepthChange>,
@@ -326,17 +340,13 @@ fn apply_tolerant(r: &mut Replayer, op: &TraceOp) -> Result<bool, String> {
     Ok(true)
 }
 
-/// Does moving decision `i` (kernel chose `k`) earlier or later make us choose `k`?
-fn try_explain(
+/// "Issue order swapped": what we chose, the kernel issued shortly after.
+fn swapped(
     c: &Converted,
-    forced: &Forced,
     i: usize,
-    k: u64,
     ours: Option<u64>,
     o: &CompareOptions,
-    refused: &[usize],
-) -> Option<&'static str> {
-    // Swapped issue order: what we chose, the kernel issued shortly after.
+) -> Option<(&'static str, Option<usize>)> {
     if let Some(x) = ours {
         // A burst of issues with nothing in between was pulled as one list (or parked
         // and issued together): any order within it is the same decision block.
@@ -350,8 +360,27 @@ fn try_explain(
             .take(o.swap.max(burst))
             .any(|e| e == x);
         if later {
-            return Some("issue order swapped");
+            return Some(("issue order swapped", None));
         }
+    }
+    None
+}
+
+const DECIDED_BEFORE: &str = "decided before recent inserts/completions";
+
+/// Does moving decision `i` (kernel chose `k`) earlier or later make us choose `k`?
+/// For "decided before", also the position the decision moved to.
+fn try_explain(
+    c: &Converted,
+    forced: &Forced,
+    i: usize,
+    k: u64,
+    ours: Option<u64>,
+    o: &CompareOptions,
+    refused: &[usize],
+) -> Option<(&'static str, Option<usize>)> {
+    if let Some(e) = swapped(c, i, ours, o) {
+        return Some(e);
     }
     let is_dispatch = |j: usize| matches!(c.ops[j].kind, OpKind::Dispatch);
     let inserts_k = |j: usize| matches!(&c.ops[j].kind, OpKind::Insert(ins) if ins.id == k);
@@ -396,7 +425,7 @@ fn try_explain(
         };
         if let Ok(Some(Some(got))) = r.apply(&op) {
             if got == k {
-                return Some("decided before recent inserts/completions");
+                return Some((DECIDED_BEFORE, Some(s)));
             }
         }
     }
@@ -418,7 +447,7 @@ fn try_explain(
         };
         if let Ok(Some(Some(got))) = r.apply(&op) {
             if got == k {
-                return Some("decided after following inserts/completions");
+                return Some(("decided after following inserts/completions", None));
             }
         }
     }
@@ -527,6 +556,95 @@ fn try_reorder(
     None
 }
 
+/// How close (ns) an insert on another CPU may be traced after a completion for the
+/// two to count as unordered. Each CPU stamps its events with its own clock read
+/// (`trace_clock_local`), and the completion's task goes on to the scheduler's
+/// `finish_request` after its `block_rq_complete` event, so across CPUs an order
+/// this close is not the order the scheduler saw them in. Unverified: chosen to
+/// cover the one case in the recordings (`bfq-stable4cg.txt`).
+pub const COMPLETION_LAG_NS: u64 = 1_000;
+
+/// "Completed with other-CPU inserts": is there a completion among the last
+/// inserts/completions before decision `i`, followed by inserts of *another* CPU
+/// traced within [`COMPLETION_LAG_NS`] of it, such that replaying the completion
+/// after those inserts makes us choose `k`? Returns `(p, q)`: the completion at op
+/// `p` moves to just after op `q`.
+fn try_completion_lag(
+    c: &Converted,
+    forced: &Forced,
+    i: usize,
+    k: u64,
+    o: &CompareOptions,
+    refused: &[usize],
+) -> Option<(usize, usize)> {
+    let mut seen = 0;
+    let mut p = i;
+    while p > 0 && seen < o.window {
+        p -= 1;
+        if matches!(c.ops[p].kind, OpKind::Dispatch) {
+            continue;
+        }
+        seen += 1;
+        if !matches!(c.ops[p].kind, OpKind::Complete { .. }) {
+            continue;
+        }
+        let cpu = c.cpu[p];
+        let t = c.ops[p].t;
+        let mut q = p;
+        while q + 1 < i
+            && matches!(c.ops[q + 1].kind, OpKind::Insert(_))
+            && c.cpu[q + 1].is_some()
+            && c.cpu[q + 1] != cpu
+            && c.ops[q + 1].t.saturating_sub(t) <= COMPLETION_LAG_NS
+        {
+            q += 1;
+        }
+        if q == p {
+            continue;
+        }
+        if refused.iter().any(|&x| x > p && x <= q) {
+            continue;
+        }
+        let Ok(mut r) = forced.rebuild(c, p, refused) else {
+            continue;
+        };
+        let moved = TraceOp {
+            t: c.ops[q].t,
+            jiffies: c.ops[q].jiffies,
+            kind: c.ops[p].kind.clone(),
+        };
+        let ok = c.ops[p + 1..=q]
+            .iter()
+            .chain(std::iter::once(&moved))
+            .all(|op| apply_tolerant(&mut r, op).is_ok())
+            && replay_forced(&mut r, c, q + 1, i, refused).is_ok();
+        if !ok {
+            continue;
+        }
+        let op = TraceOp {
+            kind: OpKind::Dispatch,
+            ..c.ops[i].clone()
+        };
+        if matches!(r.apply(&op), Ok(Some(Some(got))) if got == k) {
+            return Some((p, q));
+        }
+    }
+    None
+}
+
+/// Keep the order [`try_completion_lag`] found: the completion at `p` moves to
+/// just after `q`, taking `q`'s time.
+fn move_later(c: &mut Converted, perm: &mut [usize], p: usize, q: usize) {
+    let (t, jiffies) = (c.ops[q].t, c.ops[q].jiffies);
+    c.ops[p..=q].rotate_left(1);
+    c.ops[q].t = t;
+    c.ops[q].jiffies = jiffies;
+    c.expected[p..=q].rotate_left(1);
+    c.source_line[p..=q].rotate_left(1);
+    c.cpu[p..=q].rotate_left(1);
+    perm[p..=q].rotate_left(1);
+}
+
 /// The forced replay at `s`, advanced through the ops `order` (indices from `s`
 /// on, each dispatch forced to the kernel's choice; a moved dispatch takes the
 /// time of the op it now precedes).
@@ -605,6 +723,7 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
         })
         .collect();
     let mut last_parked = 0;
+    let keep_swaps = o.keep_swaps && r.elevator().name() == "bfq";
     for i in 0..c.ops.len() {
         let c = &work;
         let op = &c.ops[i].clone();
@@ -682,12 +801,26 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
         } else {
             None
         };
-        let mut explanation = match parked {
-            Some(_) => Some("parked while the driver was full"),
-            None if o.explain => try_explain(c, &forced, i, k, ours, o, &refused),
-            None => None,
+        let (mut explanation, before) = match parked {
+            Some(_) => (Some("parked while the driver was full"), None),
+            None if o.explain => match try_explain(c, &forced, i, k, ours, o, &refused) {
+                Some((e, at)) => (Some(e), at),
+                None => (None, None),
+            },
+            None => (None, None),
         };
         let mut moved = parked.map(|q| (i, q + 1));
+        let mut decided_before_kept = false;
+        // BFQ: a decision taken before the inserts/completions traced ahead of its
+        // issue is replayed there; forced at the issue, it would take another path
+        // (a queue that got a request meanwhile is no longer plugged, so the forced
+        // dispatch would end its slot instead of injecting).
+        if let Some(s) = before
+            .filter(|&s| keep_swaps && !(s..i).any(|j| matches!(c.ops[j].kind, OpKind::Dispatch)))
+        {
+            moved = Some((i, s));
+            decided_before_kept = true;
+        }
         if parked.is_some() {
             last_parked = i + 1;
         }
@@ -695,6 +828,25 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             moved = try_reorder(c, &forced, i, k, o, &refused);
             if moved.is_some() {
                 explanation = Some("issued late (decided before the other CPU's events)");
+            }
+        }
+        let mut lag = None;
+        let mut swap_kept = false;
+        if explanation.is_none() && o.explain {
+            lag = try_completion_lag(c, &forced, i, k, o, &refused);
+            if lag.is_some() {
+                explanation = Some("completed with other-CPU inserts");
+            }
+        }
+        // Two dispatchers racing: the kernel decided ours first, the other CPU's issue
+        // event came first. BFQ's state depends on the order of its decisions, so the
+        // replay goes on in the decided one.
+        if keep_swaps && explanation == Some("issue order swapped") && moved.is_none() {
+            if let Some(j) = (i + 1..c.ops.len()).find(|&j| c.expected[j] == ours) {
+                if c.cpu[j].is_some() && c.cpu[j] != c.cpu[i] {
+                    moved = Some((j, i));
+                    swap_kept = true;
+                }
             }
         }
         if explanation.is_some() {
@@ -721,8 +873,30 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
                 shift(a);
                 shift(b);
             }
-            rep.reordered += 1;
+            if swap_kept {
+                rep.swaps_kept += 1;
+            } else if decided_before_kept {
+                rep.decisions_moved += 1;
+            } else {
+                rep.reordered += 1;
+            }
             forced.rewind(&work, s, &refused);
+        }
+        if let Some((p, q)) = lag {
+            move_later(&mut work, &mut perm, p, q);
+            let shift = |x: &mut usize| {
+                if *x > p && *x <= q {
+                    *x -= 1;
+                }
+            };
+            refused.iter_mut().for_each(shift);
+            refused.sort_unstable();
+            for (a, b) in open.iter_mut() {
+                shift(a);
+                shift(b);
+            }
+            rep.completions_moved += 1;
+            forced.rewind(&work, p, &refused);
         }
         let c = &work;
         forced.advance(c, i + 1, &refused);

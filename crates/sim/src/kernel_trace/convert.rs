@@ -147,22 +147,35 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         .unwrap_or((0, 0));
     let mut header = Header::new(sched);
     header.hz = hz;
+    if let Some(n) = kt.meta.nr_requests {
+        header.nr_requests = n;
+    }
+    if let Some(r) = kt.meta.rotational {
+        header.rotational = r;
+    }
     if kt.meta.sched.as_deref() == Some(sched) {
+        // The recorder reads every attribute back, written or not. One at its default
+        // was (almost certainly) not written, and writing it is not a no-op: BFQ's
+        // `bfq_max_budget_store` and `bfq_timeout_sync_store` recompute
+        // `bfq_max_budget` from the peak rate (`bfq_calc_max_budget`), where the
+        // kernel's stayed at `bfq_default_max_budget` until its first peak-rate
+        // update. So only values that differ from the default are replayed.
+        let defaults = blk::elevator::create(sched, &header.queue_params()).ok();
+        let is_default = |k: &str, v: &str| {
+            defaults
+                .as_ref()
+                .and_then(|e| e.get_tunable(k).ok())
+                .is_some_and(|d| d == v)
+        };
         header.tunables = kt
             .meta
             .tunables
             .iter()
             // async_depth is a tag-allocation limit: it never changes a decision, and
             // its value depends on nr_requests, so leave it at the default.
-            .filter(|(k, _)| k != "async_depth")
+            .filter(|(k, v)| k != "async_depth" && !is_default(k, v))
             .cloned()
             .collect();
-    }
-    if let Some(n) = kt.meta.nr_requests {
-        header.nr_requests = n;
-    }
-    if let Some(r) = kt.meta.rotational {
-        header.rotational = r;
     }
     let events: Vec<&BlockEvent> = kt.events.iter().filter(|e| e.dev == dev).collect();
     let getrqs: Vec<&BlockEvent> = kt.getrqs.iter().filter(|e| e.dev == dev).collect();

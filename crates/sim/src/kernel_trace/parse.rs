@@ -228,9 +228,43 @@ pub struct KernelTrace {
     pub lost_events: u64,
     /// Process exits (`sched_process_exit`), in file order.
     pub exits: Vec<ProcessExit>,
+    /// BFQ's own log messages (`bfq_log_bfqq`/`bfq_log`, blktrace notes recorded
+    /// with `kernel-trace record --bfq-log`), in file order: not decisions, shown
+    /// beside them.
+    pub bfq_log: Vec<BfqLogLine>,
     /// `# iosched:` header lines that could not be read (line, reason): a
     /// recording with any is refused by [`super::load_checked`].
     pub header_errors: Vec<(usize, String)>,
+}
+
+/// One BFQ log message: `TASK-PID [CPU] FLAGS SECS.USECS:   MAJ,MIN   CG  m   N TEXT`
+/// as tracefs's `blk` tracer prints a blktrace note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BfqLogLine {
+    /// 1-based line in the trace file.
+    pub line: usize,
+    /// Timestamp in ns.
+    pub ts_ns: u64,
+    /// The CPU that logged it.
+    pub cpu: u32,
+    /// The message, from BFQ's `bfq<PID><class>` prefix on (`bfq15038S allocated`).
+    pub text: String,
+}
+
+/// The message of a blktrace note (`  7,0   1,0  m   N bfq...`: device, cgroup
+/// id, action `m`, `N`), if `rest` (what follows the timestamp) is one.
+fn blk_note(rest: &str) -> Option<&str> {
+    let mut it = rest.split_whitespace();
+    parse_dev(it.next()?)?;
+    let mut f = it.next()?;
+    if parse_dev(f).is_some() {
+        f = it.next()?;
+    }
+    if f != "m" || it.next()? != "N" {
+        return None;
+    }
+    let at = rest.find(" N ")? + 3;
+    Some(rest[at..].trim())
 }
 
 /// A process exit (`sched_process_exit`): BFQ releases the process's queues
@@ -247,8 +281,9 @@ pub struct ProcessExit {
 
 /// Header keys `kernel-trace record` writes that replay does not need, kept in
 /// [`TraceMeta::other`]; any other unknown key is a header error.
-const INFORMATIONAL_KEYS: [&str; 7] = [
+const INFORMATIONAL_KEYS: [&str; 8] = [
     "format",
+    "bfq_log",
     "kernel",
     "device",
     "size",
@@ -487,6 +522,15 @@ pub fn parse_line(kt: &mut KernelTrace, n: usize, raw: &str) {
         kt.skipped.push((n, format!("bad timestamp: {SHAPE}")));
         return;
     };
+    if let Some(text) = blk_note(rest) {
+        kt.bfq_log.push(BfqLogLine {
+            line: n,
+            ts_ns: ts,
+            cpu,
+            text: text.to_string(),
+        });
+        return;
+    }
     let Some((event, payload)) = rest.split_once(": ") else {
         kt.skipped
             .push((n, format!("no ': ' after the event name: {SHAPE}")));
@@ -664,6 +708,31 @@ mod tests {
              fio-14755   [000] .....   525.281055: block_rq_issue: 7,0 WS 4096 () 1976 + 8 rt,0,3 [fio]
      ksoftirqd/1-22      [001] ..s..   525.281279: block_rq_complete: 7,0 R () 1976 + 8 be,0,0 [0]
 ";
+
+    #[test]
+    fn bfq_log_notes_are_kept_apart_from_events() {
+        let text = "\
+             fio-15038   [000] d..1.  3229.806048:   7,0   1,0  m   N bfq15038S set_in_service_queue, cur-budget = 1024
+             fio-15038   [000] d....  3229.805996:   7,0   1,0  m   N bfq [bfq_limit_depth] wr_busy 0 sync 1 depth 256
+             fio-15038   [001] d..1.  3229.806049:   7,0  m   N bfq15038S select_queue: checking new queue
+             fio-15038   [000] .....  3229.806056: block_rq_issue: 7,0 RS 4096 () 7904 + 8 be,0,4 [fio]
+             fio-15038   [000] .....  3229.806057:   7,0   1,0  x   N not a note
+";
+        let kt = parse(text);
+        assert_eq!(kt.events.len(), 1);
+        let texts: Vec<&str> = kt.bfq_log.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "bfq15038S set_in_service_queue, cur-budget = 1024",
+                "bfq [bfq_limit_depth] wr_busy 0 sync 1 depth 256",
+                "bfq15038S select_queue: checking new queue",
+            ]
+        );
+        assert_eq!((kt.bfq_log[2].line, kt.bfq_log[2].cpu), (3, 1));
+        assert_eq!(kt.bfq_log[0].ts_ns, 3_229_806_048_000);
+        assert_eq!(kt.skipped.len(), 1, "{:?}", kt.skipped);
+    }
 
     #[test]
     fn parses_events_and_samples() {

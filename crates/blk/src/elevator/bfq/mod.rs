@@ -1737,6 +1737,9 @@ impl Elevator for Bfq {
             ("budgets_assigned".into(), self.budgets_assigned.to_string()),
             ("bfq_max_budget".into(), self.bfq_max_budget.to_string()),
             ("hw_tag".into(), self.hw_tag.to_string()),
+            ("max_rq_in_driver".into(), self.max_rq_in_driver.to_string()),
+            ("rqs_injected".into(), self.rqs_injected.to_string()),
+            ("waited_rq".into(), format!("{:?}", self.waited_rq)),
             (
                 "in_service_queue".into(),
                 format!("{:?}", self.in_service_queue),
@@ -1751,7 +1754,7 @@ impl Elevator for Bfq {
                         format!(
                             "pid={} class={} weight={} wr_coeff={} queued={} dispatched={} \
                              wait_request={} short_ttime={} io_bound={} inject_limit={} \
-                             process_refs={} budget={} service={}",
+                             last_serv_time_ns={} process_refs={} budget={} service={}",
                             b.pid,
                             e.class,
                             e.weight,
@@ -1762,6 +1765,7 @@ impl Elevator for Bfq {
                             b.has_short_ttime,
                             b.io_bound,
                             b.inject_limit,
+                            b.last_serv_time_ns,
                             b.process_refs,
                             e.budget,
                             e.service
