@@ -126,6 +126,73 @@ pub struct JobConfig {
     /// Where a verifying job keeps its phases' runtimes (shared with the
     /// report).
     pub phase_clock: Option<Arc<PhaseClock>>,
+    /// How the clone's run depends on other clones and on its own rate
+    /// (`wait_for`, `exitall`, `flow`, `rate_min`).
+    pub control: Control,
+}
+
+/// A clone's ties to the others, resolved (see [`crate::fio::JobControl`]).
+#[derive(Clone, Debug, Default)]
+pub struct Control {
+    /// `wait_for`: the clones that must all have exited before this one
+    /// starts.
+    pub wait_for: Vec<usize>,
+    /// The reporting group (fio's `groupid`), which `exit_what=group` ends.
+    pub groupid: u32,
+    /// `exitall` (set in any job): the clone's exit terminates others.
+    pub exitall: bool,
+    /// `exitall_on_error`: an exit with an error terminates others.
+    pub exitall_on_error: bool,
+    /// `exit_what`: which others.
+    pub exit_what: crate::fio::ExitWhat,
+    /// `flow`: the clone's share of a flow's I/O.
+    pub flow: Option<FlowShare>,
+    /// `rate_min` / `rate_iops_min`: the smallest rate the clone must keep.
+    pub rate_min: Option<RateMin>,
+}
+
+/// A flow's shared counters (flow.c's `struct fio_flow`): I/Os issued by
+/// its jobs plus one, and the weights of the jobs set up in it (every job
+/// of the file from the start, as fio's `add_job` adds them, less those
+/// that have exited).
+#[derive(Debug)]
+pub struct Flow {
+    counter: AtomicU64,
+    total_weight: AtomicU64,
+}
+
+impl Flow {
+    /// A flow with no I/O yet and the jobs' weights added.
+    pub fn new(total_weight: u64) -> Flow {
+        Flow {
+            counter: AtomicU64::new(1),
+            total_weight: AtomicU64::new(total_weight),
+        }
+    }
+}
+
+/// One clone's place in a flow.
+#[derive(Clone, Debug)]
+pub struct FlowShare {
+    /// The flow (shared by the clones with the same `flow_id`).
+    pub flow: Arc<Flow>,
+    /// `flow`: the clone's weight.
+    pub weight: u64,
+    /// `flow_sleep`, ns: how long a clone ahead of its share sleeps (after
+    /// its I/O has completed); 0: it spins until the share allows.
+    pub sleep_ns: u64,
+}
+
+/// fio's minimum-rate check (backend.c `__check_min_rate`), per direction.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateMin {
+    /// `rate_min`, bytes/s (0: none).
+    pub bps: [u64; 2],
+    /// `rate_iops_min`, I/Os per second (0: none); only read when the
+    /// direction has no `rate_min`.
+    pub iops: [u64; 2],
+    /// `rate_cycle`, ms.
+    pub cycle_ms: u64,
 }
 
 /// How a job verifies what it writes (fio's `verify` family, resolved).
@@ -276,6 +343,7 @@ impl Default for JobConfig {
             verify: None,
             offload: false,
             phase_clock: None,
+            control: Control::default(),
         }
     }
 }
@@ -290,6 +358,8 @@ enum StallKind {
     /// A replayed entry is not due yet: sleep this long, ns, without waiting
     /// for the I/O in flight (fio's `iolog_delay` reaps while it waits).
     Replay(u64),
+    /// Ahead of its flow share with `flow_sleep`: sleep this long, ns.
+    Flow(u64),
 }
 
 /// A stall's progress: fio first waits for all the job's I/O to complete
@@ -431,6 +501,21 @@ pub struct Job {
     passes_done: u32,
     /// Every pass has been written and verified.
     verify_done: bool,
+    /// I/Os the clone has counted in its flow (flow.c's `td->flow_counter`).
+    flow_counter: u64,
+    /// Ahead of its flow share without `flow_sleep`: it spins, submitting
+    /// nothing, until the share allows ([`Job::flow_exceeded`] is false).
+    pub flow_waiting: bool,
+    /// Bytes and I/Os completed per direction since the start or the ramp's
+    /// end (fio's `this_io_bytes`, `this_io_blocks`).
+    done_bytes: [u64; 2],
+    done_blocks: [u64; 2],
+    /// The minimum-rate check's last sample per direction: bytes, I/Os and
+    /// when (fio's `last_rate_check_*`).
+    rate_check: [(u64, u64, Ns); 2],
+    /// Why the clone stopped with an error (fio's `td->error`, shown as
+    /// errno 5, EIO), with fio's message.
+    pub error: Option<String>,
 }
 
 /// What the rate limit says about the next I/O.
@@ -641,6 +726,12 @@ impl Job {
             cpu_pending: false,
             issued_bytes: 0,
             issued_ios: 0,
+            flow_counter: 0,
+            flow_waiting: false,
+            done_bytes: [0; 2],
+            done_blocks: [0; 2],
+            rate_check: [(0, 0, Ns::ZERO); 2],
+            error: None,
         }
     }
 
@@ -654,6 +745,90 @@ impl Job {
             && !self.sync_due()
             && !self.stalled()
             && !self.verify_blocked()
+            && !self.flow_waiting
+    }
+
+    /// flow.c's `flow_threshold_exceeded` test: the clone's share of its
+    /// flow's I/O count is above its share of the flow's weight.
+    pub fn flow_exceeded(&self) -> bool {
+        let Some(f) = &self.cfg.control.flow else {
+            return false;
+        };
+        let counter = f.flow.counter.load(Ordering::Relaxed).max(1);
+        let weight = f.flow.total_weight.load(Ordering::Relaxed).max(1);
+        self.flow_counter as f64 / counter as f64 > f.weight as f64 / weight as f64
+    }
+
+    /// fio's loop-top flow check before each I/O: ahead of its share, the
+    /// clone sleeps (`flow_sleep`, after its I/O drains) or spins; else the
+    /// I/O counts in the flow. Returns whether the I/O may go.
+    fn flow_check(&mut self) -> bool {
+        let Some(f) = self.cfg.control.flow.clone() else {
+            return true;
+        };
+        if self.flow_exceeded() {
+            if f.sleep_ns > 0 {
+                self.stall = Stall::Draining(StallKind::Flow(f.sleep_ns));
+            } else {
+                self.flow_waiting = true;
+            }
+            return false;
+        }
+        f.flow.counter.fetch_add(1, Ordering::Relaxed);
+        self.flow_counter += 1;
+        true
+    }
+
+    /// The clone exits: its I/O count and weight leave its flow (flow.c
+    /// `flow_put`).
+    pub fn flow_exit(&mut self) {
+        if let Some(f) = &self.cfg.control.flow {
+            f.flow
+                .counter
+                .fetch_sub(self.flow_counter, Ordering::Relaxed);
+            f.flow.total_weight.fetch_sub(f.weight, Ordering::Relaxed);
+            self.flow_counter = 0;
+        }
+    }
+
+    /// backend.c `__check_min_rate` for every direction, after a completion:
+    /// from 2 s after the start, once per `rate_cycle`, the bytes (or I/Os)
+    /// completed since the last sample must come to the minimum rate. The
+    /// first failure stops the clone with fio's message.
+    fn check_min_rate(&mut self, now: Ns) {
+        let Some(rm) = self.cfg.control.rate_min else {
+            return;
+        };
+        if self.error.is_some() || now.0.saturating_sub(self.rate_epoch.0) < 2_000_000_000 {
+            return;
+        }
+        for d in 0..2 {
+            if rm.bps[d] == 0 && rm.iops[d] == 0 {
+                continue;
+            }
+            let (bytes, blocks, at) = self.rate_check[d];
+            if bytes > 0 || blocks > 0 {
+                let spent_ms = now.0.saturating_sub(at.0) / 1_000_000;
+                if spent_ms < rm.cycle_ms || spent_ms == 0 {
+                    continue;
+                }
+                let failed = if rm.bps[d] > 0 {
+                    let rate = (self.done_bytes[d] - bytes) * 1000 / spent_ms;
+                    (rate < rm.bps[d])
+                        .then(|| format!("rate_min={}B/s not met, got {rate}B/s", rm.bps[d]))
+                } else {
+                    let rate = (self.done_blocks[d] - blocks) * 1000 / spent_ms;
+                    (rate < rm.iops[d])
+                        .then(|| format!("rate_iops_min={} not met, got {rate} IOPS", rm.iops[d]))
+                };
+                if let Some(m) = failed {
+                    self.error = Some(format!("{}: {m}", self.cfg.name));
+                    self.stopping = true;
+                    return;
+                }
+            }
+            self.rate_check[d] = (self.done_bytes[d], self.done_blocks[d], now);
+        }
     }
 
     /// A verifying job waits: for its writes and the fsync before reading
@@ -705,6 +880,9 @@ impl Job {
     /// counters, the rate limit starts over from here.
     pub fn ramp_over(&mut self, now: Ns) {
         self.rate_epoch = now;
+        self.done_bytes = [0; 2];
+        self.done_blocks = [0; 2];
+        self.rate_check = [(0, 0, Ns::ZERO); 2];
         self.rate_issue_bytes = [0; 2];
         self.rate_next_us = [0; 2];
         self.rate_last_us = [0; 2];
@@ -835,7 +1013,7 @@ impl Job {
         self.unreaped = 0;
         self.stall = Stall::Sleeping(kind);
         let dur = match kind {
-            StallKind::Rate(ns) | StallKind::Replay(ns) => ns,
+            StallKind::Rate(ns) | StallKind::Replay(ns) | StallKind::Flow(ns) => ns,
             StallKind::Think => {
                 let t = self.cfg.thinktime?;
                 let mut dur = t.think_us.max(t.spin_us) * 1_000;
@@ -1046,6 +1224,9 @@ impl Job {
             return None;
         }
         if self.reaped_free() == 0 {
+            return None;
+        }
+        if !self.flow_check() {
             return None;
         }
         if self.replay.is_some() {
@@ -1408,6 +1589,12 @@ impl Job {
         }
         let done = self.in_flight(unit);
         self.last_done_dir = done.dir;
+        if !u.trim {
+            let d = done.dir.idx();
+            self.done_bytes[d] += done.bytes;
+            self.done_blocks[d] += 1;
+            self.check_min_rate(now);
+        }
         if done.dir == Dir::Write {
             if let Some(l) = self.vlog.as_mut() {
                 l.written(unit);

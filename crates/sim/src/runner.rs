@@ -438,6 +438,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         });
     }
     let expected_ns = expected_ns.map(|t| t + group_ns);
+    resolve_control(&jobs, &mut clones)?;
     sim.cgroups = cgroups;
     Ok(Plan {
         scheduler,
@@ -623,13 +624,129 @@ fn clone_config(spec: &JobSpec, opts: &RunOptions, p: Placement) -> JobConfig {
         }),
         // A replaying clone gets its source after this (see `plan`).
         replay: None,
+        // Resolved once every clone is known (`resolve_control`).
+        control: crate::job::Control::default(),
     }
+}
+
+/// The ties between clones (`wait_for`, `exitall`, `flow`) and each clone's
+/// `rate_min`, once every clone is known.
+fn resolve_control(jobs: &[Resolved], clones: &mut [JobConfig]) -> Result<(), RunError> {
+    use crate::job::{Flow, FlowShare, RateMin};
+    // fio's exitall is one switch for the whole run (options.c
+    // `str_exitall_cb` sets `exitall_on_terminate`).
+    let exitall = jobs.iter().any(|r| r.spec.control.exitall);
+    // flow.c `flow_init_job` runs as each job is added: every job's weight
+    // is in its flow from the start.
+    let mut flows: Vec<(u32, u64, u32, std::sync::Arc<Flow>)> = Vec::new();
+    for r in jobs {
+        let c = &r.spec.control;
+        if c.flow == 0 {
+            continue;
+        }
+        let barrier = clones[r.clones.start].group;
+        let weight = c.flow as u64 * r.clones.len() as u64;
+        match flows.iter_mut().find(|f| f.0 == c.flow_id) {
+            Some(f) if f.2 != barrier => {
+                return Err(job_err(
+                    &r.spec,
+                    format!(
+                        "flow_id={} is shared with a job behind another stonewall: fio counts \
+                         every job's flow weight from the start, so the jobs that run first \
+                         would wait for a share that jobs not started yet hold (fio spins until \
+                         the runtime ends); give each stonewall group its own flow_id",
+                        c.flow_id
+                    ),
+                ))
+            }
+            Some(f) => f.1 += weight,
+            None => flows.push((
+                c.flow_id,
+                weight,
+                barrier,
+                std::sync::Arc::new(Flow::new(0)),
+            )),
+        }
+    }
+    let flows: Vec<(u32, std::sync::Arc<Flow>)> = flows
+        .into_iter()
+        .map(|(id, w, _, _)| (id, std::sync::Arc::new(Flow::new(w))))
+        .collect();
+    for r in jobs {
+        let c = &r.spec.control;
+        let mut wait_for = Vec::new();
+        if let Some(name) = &c.wait_for {
+            for o in jobs
+                .iter()
+                .filter(|o| o.spec.name == *name && o.spec.name != r.spec.name)
+            {
+                if clones[o.clones.start].group > clones[r.clones.start].group {
+                    return Err(job_err(
+                        &r.spec,
+                        format!(
+                            "wait_for={name} names a job behind a later stonewall; in fio \
+                             this job would start only after that stonewall is reached, \
+                             which iosched does not model: move the job after '{name}'"
+                        ),
+                    ));
+                }
+                wait_for.extend(o.clones.clone());
+            }
+        }
+        let rate_min =
+            (c.rate_min.iter().chain(&c.rate_iops_min).any(|&n| n > 0)).then_some(RateMin {
+                bps: c.rate_min,
+                iops: c.rate_iops_min,
+                cycle_ms: c.rate_cycle_ms,
+            });
+        let flow = (c.flow > 0).then(|| FlowShare {
+            flow: flows
+                .iter()
+                .find(|f| f.0 == c.flow_id)
+                .map(|f| f.1.clone())
+                .expect("every flow_id in use has its flow"),
+            weight: c.flow as u64,
+            sleep_ns: c.flow_sleep_us * 1_000,
+        });
+        for cfg in &mut clones[r.clones.clone()] {
+            cfg.control = crate::job::Control {
+                wait_for: wait_for.clone(),
+                groupid: r.groupid,
+                exitall,
+                exitall_on_error: c.exitall_on_error,
+                exit_what: c.exit_what,
+                flow: flow.clone(),
+                rate_min,
+            };
+        }
+    }
+    Ok(())
 }
 
 /// A device filename (under `/dev/`) names the simulated device: the disk
 /// statistics' name. Two different ones cannot be simulated.
 fn note_device(spec: &JobSpec, disk_name: &mut Option<String>) -> Result<(), RunError> {
     if let Some(f) = spec.filename.as_ref().filter(|f| f.starts_with("/dev/")) {
+        let chr = if spec.ioengine == crate::fio::IoEngine::Null {
+            &[][..]
+        } else {
+            &[
+                "null", "zero", "full", "random", "urandom", "mem", "kmem", "port",
+            ][..]
+        };
+        let base = f.trim_start_matches("/dev/");
+        let tty = spec.ioengine != crate::fio::IoEngine::Null
+            && (base.starts_with("tty") || base.starts_with("pts/"));
+        if chr.contains(&base) || tty {
+            return Err(job_err(
+                spec,
+                format!(
+                    "filename={f} is a character device: its reads and writes never reach a \
+                     block device or an I/O scheduler, so there is nothing to simulate \
+                     (use the simulated block device, or ioengine=null for fio's own cost)"
+                ),
+            ));
+        }
         let name = f.rsplit('/').next().unwrap_or(f).to_string();
         match disk_name {
             Some(d) if *d != name => {
@@ -1142,6 +1259,8 @@ struct Collector<'a> {
     /// Per clone: a verifying job's phase clock, and whether it has a
     /// backlog.
     clocks: Vec<Option<(std::sync::Arc<crate::job::PhaseClock>, bool)>>,
+    /// Per clone: the error it stopped with (`rate_min` not met).
+    errors: Vec<Option<String>>,
 }
 
 impl Collector<'_> {
@@ -1559,6 +1678,9 @@ fn report_header<'a>(
 
 /// One report entry per clone, or per reporting group when any job in it
 /// asks for group_reporting (fio sums the whole group).
+/// errno EIO, the error fio's `check_min_rate` failure sets (`td_verror`).
+const EIO: i32 = 5;
+
 fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobResult> {
     let mut out = Vec::new();
     let mut done_groups = Vec::new();
@@ -1615,12 +1737,23 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
                 .unwrap_or_default();
             let mut jr = JobResult::new(&r.spec.name, r.groupid, JobStats::merged(parts));
             jr.pid = 1000 + r.clones.start as u32;
+            // fio's group report shows the first error of the group's jobs.
+            if members
+                .iter()
+                .flat_map(|m| m.clones.clone())
+                .any(|c| col.errors.get(c).is_some_and(|e| e.is_some()))
+            {
+                jr.error = EIO;
+            }
             out.push(fill(jr, &r.spec, end));
         } else {
             for c in r.clones.clone() {
                 let stats = col.stats[c].clone().unwrap_or_default();
                 let mut jr = JobResult::new(&r.spec.name, r.groupid, stats);
                 jr.pid = 1000 + c as u32;
+                if col.errors.get(c).is_some_and(|e| e.is_some()) {
+                    jr.error = EIO;
+                }
                 out.push(fill(jr, &r.spec, col.ends[c]));
             }
         }
@@ -1676,8 +1809,10 @@ pub fn run(
                 c.phase_clock.clone().map(|k| (k, backlog))
             })
             .collect(),
+        errors: Vec::new(),
     };
     let summary = sim.run(&mut col);
+    col.errors = summary.errors.clone();
     let interrupted = stop_requested();
     if interrupted {
         // As fio on Ctrl-C: every job still running ends now, with what it did.
@@ -1736,6 +1871,16 @@ pub fn run(
         summary.end,
     );
 
+    // fio logs a failed minimum-rate check and the job's error as it exits.
+    for (c, e) in col.errors.iter().enumerate() {
+        if let Some(e) = e {
+            report.header.push(format!("iosched: {e}"));
+            report.header.push(format!(
+                "iosched: pid={}, err=5, func=check_min_rate, error=Input/output error",
+                1000 + c
+            ));
+        }
+    }
     report.jobs = job_entries(&plan, &col, opts);
     report.compute_groups();
 
