@@ -717,6 +717,12 @@ fn resolve_control(jobs: &[Resolved], clones: &mut [JobConfig]) -> Result<(), Ru
                 exit_what: c.exit_what,
                 flow: flow.clone(),
                 rate_min,
+                latency: (c.latency_target_ns > 0).then_some(crate::job::LatencyTarget {
+                    target_ns: c.latency_target_ns,
+                    window_ns: c.latency_window_us * 1_000,
+                    percentile: c.latency_percentile,
+                    run: c.latency_run,
+                }),
             };
         }
     }
@@ -1259,8 +1265,10 @@ struct Collector<'a> {
     /// Per clone: a verifying job's phase clock, and whether it has a
     /// backlog.
     clocks: Vec<Option<(std::sync::Arc<crate::job::PhaseClock>, bool)>>,
-    /// Per clone: the error it stopped with (`rate_min` not met).
-    errors: Vec<Option<String>>,
+    /// Per clone: the error it stopped with.
+    errors: Vec<Option<crate::job::JobError>>,
+    /// Per clone: the queue depth it ended with (`latency_qd`).
+    latency_depths: Vec<u32>,
 }
 
 impl Collector<'_> {
@@ -1678,9 +1686,6 @@ fn report_header<'a>(
 
 /// One report entry per clone, or per reporting group when any job in it
 /// asks for group_reporting (fio sums the whole group).
-/// errno EIO, the error fio's `check_min_rate` failure sets (`td_verror`).
-const EIO: i32 = 5;
-
 fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobResult> {
     let mut out = Vec::new();
     let mut done_groups = Vec::new();
@@ -1690,7 +1695,7 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
             .iter()
             .any(|o| o.groupid == r.groupid && o.spec.group_reporting);
         let replay_rw = r.replay_rw;
-        let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns| {
+        let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns, clone: Option<usize>| {
             jr.job_options = spec.options.clone();
             jr.rw = replay_rw.unwrap_or(spec.rw.as_str()).to_string();
             let range = |i: usize, bs: u64| match &spec.bs_dist[i] {
@@ -1705,6 +1710,15 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
             jr.ioengine = spec.ioengine.as_str().to_string();
             jr.iodepth = spec.iodepth;
             jr.latency_depth = spec.iodepth;
+            let c = &spec.control;
+            if c.latency_target_ns > 0 {
+                if let Some(d) = clone.and_then(|k| col.latency_depths.get(k)) {
+                    jr.latency_depth = *d;
+                }
+                jr.latency_target_ns = c.latency_target_ns;
+                jr.latency_window_us = c.latency_window_us;
+                jr.latency_percentile = c.latency_percentile;
+            }
             if let Some(p) = &spec.percentile_list {
                 jr.percentile_list = p.clone();
             }
@@ -1738,23 +1752,25 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
             let mut jr = JobResult::new(&r.spec.name, r.groupid, JobStats::merged(parts));
             jr.pid = 1000 + r.clones.start as u32;
             // fio's group report shows the first error of the group's jobs.
-            if members
+            if let Some(e) = members
                 .iter()
                 .flat_map(|m| m.clones.clone())
-                .any(|c| col.errors.get(c).is_some_and(|e| e.is_some()))
+                .find_map(|c| col.errors.get(c).cloned().flatten())
             {
-                jr.error = EIO;
+                jr.error = e.errno;
             }
-            out.push(fill(jr, &r.spec, end));
+            // stat.c sets latency_depth from each job in turn: the last one's.
+            let last = members.iter().flat_map(|m| m.clones.clone()).last();
+            out.push(fill(jr, &r.spec, end, last));
         } else {
             for c in r.clones.clone() {
                 let stats = col.stats[c].clone().unwrap_or_default();
                 let mut jr = JobResult::new(&r.spec.name, r.groupid, stats);
                 jr.pid = 1000 + c as u32;
-                if col.errors.get(c).is_some_and(|e| e.is_some()) {
-                    jr.error = EIO;
+                if let Some(e) = col.errors.get(c).cloned().flatten() {
+                    jr.error = e.errno;
                 }
-                out.push(fill(jr, &r.spec, col.ends[c]));
+                out.push(fill(jr, &r.spec, col.ends[c], Some(c)));
             }
         }
     }
@@ -1810,9 +1826,11 @@ pub fn run(
             })
             .collect(),
         errors: Vec::new(),
+        latency_depths: Vec::new(),
     };
     let summary = sim.run(&mut col);
     col.errors = summary.errors.clone();
+    col.latency_depths = summary.latency_depths.clone();
     let interrupted = stop_requested();
     if interrupted {
         // As fio on Ctrl-C: every job still running ends now, with what it did.
@@ -1871,13 +1889,20 @@ pub fn run(
         summary.end,
     );
 
-    // fio logs a failed minimum-rate check and the job's error as it exits.
+    // fio logs why a job failed (a minimum rate, a latency target) and its
+    // error as it exits.
     for (c, e) in col.errors.iter().enumerate() {
         if let Some(e) = e {
-            report.header.push(format!("iosched: {e}"));
+            report.header.push(format!("iosched: {}", e.message));
             report.header.push(format!(
-                "iosched: pid={}, err=5, func=check_min_rate, error=Input/output error",
-                1000 + c
+                "iosched: pid={}, err={}, func={}, error={}",
+                1000 + c,
+                e.errno,
+                e.func,
+                match e.errno {
+                    crate::job::EIO => "Input/output error",
+                    _ => "Connection timed out",
+                }
             ));
         }
     }

@@ -254,8 +254,12 @@ pub enum SimError {
 pub struct RunSummary {
     /// Virtual time at the end.
     pub end: Ns,
-    /// Per job: the error it stopped with (`rate_min` not met), if any.
-    pub errors: Vec<Option<String>>,
+    /// Per job: the error it stopped with (`rate_min` not met, `latency_target`
+    /// missed at depth 1), if any.
+    pub errors: Vec<Option<crate::job::JobError>>,
+    /// Per job: the queue depth it ended with (fio's `latency_qd`, which a
+    /// `latency_target` search moves).
+    pub latency_depths: Vec<u32>,
     /// Requests completed by the device.
     pub requests: u64,
     /// Disk statistics.
@@ -588,6 +592,7 @@ impl Simulation {
         RunSummary {
             end,
             errors: self.jobs.iter().map(|j| j.error.clone()).collect(),
+            latency_depths: self.jobs.iter().map(|j| j.lat_qd).collect(),
             requests: self.requests,
             disk: self.queue.disk_stats(end),
             sched_stats: self.queue.elevator().debugfs(),
@@ -1488,6 +1493,13 @@ impl Simulation {
     }
 
     fn maybe_finish(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if self.jobs[j].stats_reset {
+            // The latency target's final window: fio's reset_all_stats, as at
+            // a ramp's end.
+            self.jobs[j].stats_reset = false;
+            self.jobs[j].ramp_over(now);
+            obs.ramp_done(j, now);
+        }
         self.start_stall_if_due(j, now);
         if self.jobs[j].end_sync_due() {
             self.fill(j, now, obs);

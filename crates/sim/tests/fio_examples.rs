@@ -62,10 +62,7 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("fsx.fio", Runs),
     ("iometer-file-access-server.fio", Runs),
     ("jesd219.fio", Runs),
-    (
-        "latency-profile.fio",
-        Refused("option 'latency_target' is not modeled yet"),
-    ),
+    ("latency-profile.fio", Runs),
     ("null.fio", Runs),
     ("numa.fio", Runs),
     ("poisson-rate-submission.fio", Runs),

@@ -211,3 +211,69 @@ fn refusals_name_the_line_and_the_reason() {
     let e = refused("[a]\nflow=1001\n");
     assert!(e.starts_with("t.fio:2:"), "{e}");
 }
+
+/// 1 MiB random reads on the ideal device: 100 µs plus 524 µs of transfer
+/// through its one pipe each, so at queue depth d an I/O takes about
+/// 0.1 + 0.524 × d ms: depth 3 stays under 2 ms (1.67 ms), depth 4 does not
+/// (2.2 ms).
+const DEEP: &str = "[global]\nfilename=/dev/sda\ndirect=1\nrw=randread\nbs=1m\n\
+                    ioengine=libaio\niodepth=16\ntime_based\nruntime=10\n";
+
+#[test]
+fn latency_target_finds_the_deepest_queue_under_the_target() {
+    // fio's search by hand: depth 1 and 2 meet 2 ms and double; 4 misses and
+    // bisects down to 3 (between the good 2 and the failing 4); 3 succeeds
+    // and, bisecting towards 4, stays 3: one final window at 3 with fresh
+    // statistics, then the job is done, long before its runtime.
+    for pct in ["latency_percentile=99\n", "latency_percentile=95\n"] {
+        let r = run(&format!(
+            "{DEEP}[j]\nlatency_target=2ms\nlatency_window=50ms\n{pct}"
+        ));
+        let j = job(&r, "j");
+        assert_eq!(j.error, 0, "{pct}");
+        assert_eq!(j.latency_depth, 3, "{pct}");
+        assert_eq!(j.latency_target_ns, 2_000_000);
+        assert_eq!(j.latency_window_us, 50_000);
+        assert_eq!(j.elapsed_secs, 1, "{pct}: ends early");
+        let rd = &j.stats.read;
+        // Only the final window is reported: ~50 ms / 0.524 ms of I/O, all
+        // at depth 3 or less (under the target; the window starts from the
+        // drained queue, so its first I/O takes 0.624 ms).
+        assert!(
+            (80..=100).contains(&rd.total_ios),
+            "{pct}: {}",
+            rd.total_ios
+        );
+        assert!(rd.clat.max() < 2_000_000, "{pct}: {}", rd.clat.max());
+        assert!(rd.clat.min() >= 600_000, "{pct}: {}", rd.clat.min());
+    }
+    // latency_run: the search goes on until the runtime ends.
+    let r = run(&format!(
+        "{DEEP}runtime=1\n[j]\nlatency_target=2ms\nlatency_window=50ms\nlatency_percentile=99\nlatency_run=1\n"
+    ));
+    let j = job(&r, "j");
+    assert!(j.stats.read.total_ios > 1000, "{}", j.stats.read.total_ios);
+    assert!((2..=4).contains(&j.latency_depth), "{}", j.latency_depth);
+    // Without a target, latency_depth is the iodepth, as fio reports it.
+    let r = run(&format!("{DEEP}runtime=100ms\n[j]\n"));
+    assert_eq!(job(&r, "j").latency_depth, 16);
+}
+
+#[test]
+fn latency_target_missed_at_depth_one_fails_the_job() {
+    // Every I/O takes over 0.6 ms: a 0.5 ms target fails at depth 1 (fio's
+    // lat_fatal, ETIMEDOUT).
+    let r = run(&format!("{DEEP}[j]\nlatency_target=500\n"));
+    let j = job(&r, "j");
+    assert_eq!(j.error, 110);
+    assert!(j.stats.read.total_ios <= 2, "{}", j.stats.read.total_ios);
+    assert!(
+        r.header
+            .iter()
+            .any(|h| h.contains("exceeds specified max (500000 nsec)")),
+        "{:?}",
+        r.header
+    );
+    let e = refused("[a]\nlatency_percentile=101\n");
+    assert!(e.starts_with("t.fio:2:"), "{e}");
+}

@@ -712,6 +712,17 @@ pub struct JobControl {
     /// `rate_cycle`, ms (default 1000): the window the minimum rate is
     /// averaged over.
     pub rate_cycle_ms: u64,
+    /// `latency_target`, ns (0: none): the job looks for the deepest queue
+    /// whose latencies stay under it (io_u.c `lat_target_check`).
+    pub latency_target_ns: u64,
+    /// `latency_window`, µs: how long each queue depth is tried.
+    pub latency_window_us: u64,
+    /// `latency_percentile` (default 100): the share of I/Os, percent, that
+    /// must be under the target.
+    pub latency_percentile: f64,
+    /// `latency_run`: keep adjusting the depth until the job ends, instead of
+    /// stopping after one window at the depth found.
+    pub latency_run: bool,
 }
 
 /// A job's iolog options: what it replays (`read_iolog`) and records

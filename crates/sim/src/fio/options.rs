@@ -400,10 +400,10 @@ static OPTIONS: &[OptDef] = &[
     m("rate_min", &["ratemin"], R),
     m("rate_iops_min", NONE, R),
     nm("max_latency", NONE, R, NONE),
-    nm("latency_target", NONE, R, NONE),
-    nm("latency_window", NONE, R, NONE),
-    nm("latency_percentile", NONE, R, NONE),
-    nm("latency_run", NONE, R, NONE),
+    m("latency_target", NONE, R),
+    m("latency_window", NONE, R),
+    m("latency_percentile", NONE, R),
+    m("latency_run", NONE, R),
     nm("write_hint", NONE, R, NONE),
     nm("create_only", NONE, R, ZERO),
     nm("pre_read", NONE, R, ZERO),
@@ -655,6 +655,7 @@ impl Default for JobState {
             random_sequence_stride: false,
             control: JobControl {
                 rate_cycle_ms: 1000,
+                latency_percentile: 100.0,
                 ..JobControl::default()
             },
         }
@@ -1020,6 +1021,25 @@ impl JobState {
             }
             "rate_cycle" => self.control.rate_cycle_ms = int(0, U32_MAX)?,
             "wait_for" => self.control.wait_for = Some(v.to_string()),
+            // FIO_OPT_STR_VAL_TIME: µs unless a unit is given; fio's
+            // fixup_options makes the target ns.
+            "latency_target" => {
+                self.control.latency_target_ns = parse_us(v, parse_time_us_default)? * 1_000
+            }
+            "latency_window" => {
+                self.control.latency_window_us = parse_us(v, parse_time_us_default)?
+            }
+            "latency_percentile" => {
+                self.control.latency_percentile = match v.parse::<f64>() {
+                    Ok(p) if (0.0..=100.0).contains(&p) => p,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for latency_percentile (a percentage, 0 to 100)"
+                        ))
+                    }
+                }
+            }
+            "latency_run" => self.control.latency_run = parse_bool(v)?,
             "exit_what" => {
                 self.control.exit_what = match v {
                     "group" => ExitWhat::Group,
