@@ -54,10 +54,10 @@
 //!    their `log_*` settings) are modeled and written (see [`crate::iolog`]);
 //!    `write_hist_log` is accepted and ignored. `read_iolog`, `write_iolog`
 //!    and the `replay_*` options are modeled (see [`crate::trace`]).
-//! 3. **Not modeled yet** options would change the I/O (`verify`,
-//!    `directory`, `rate_min`, ...) and are rejected with
-//!    `option 'verify' is not modeled yet`, except when given the value that
-//!    is fio's no-op default (e.g. `verify=0`, `rate_min=0`), which is
+//! 3. **Not modeled yet** options would change the I/O (`steadystate`,
+//!    `cmdprio_percentage`, ...) and are rejected with
+//!    `option 'steadystate' is not modeled yet`, except when given the value
+//!    that is fio's no-op default (e.g. `nrfiles=1`, `atomic=0`), which is
 //!    accepted and listed as ignored.
 //!
 //! [`option_table`] lists every option with its class; docs/fio.md keeps
