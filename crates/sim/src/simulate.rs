@@ -698,6 +698,10 @@ impl Simulation {
                 self.maybe_finish(k, now, obs);
             } else if self.syncs[k].is_none() {
                 self.finish_unstarted(k, now, obs);
+            } else {
+                // Its page cache is being written back before its clock
+                // starts: it starts stopped, and exits at once.
+                self.jobs[k].stopping = true;
             }
         }
     }
