@@ -267,8 +267,8 @@ fn impossible_values() {
         ),
         (
             "notmodeled.fio",
-            "[j]\ndirect=1\nrw=write\nrate_min=1m\n",
-            "rate_min",
+            "[j]\ndirect=1\nrw=write\nsteadystate=iops:10%\n",
+            "steadystate",
         ),
         (
             "bs513.fio",

@@ -126,6 +126,107 @@ pub struct JobConfig {
     /// Where a verifying job keeps its phases' runtimes (shared with the
     /// report).
     pub phase_clock: Option<Arc<PhaseClock>>,
+    /// How the clone's run depends on other clones and on its own rate
+    /// (`wait_for`, `exitall`, `flow`, `rate_min`).
+    pub control: Control,
+}
+
+/// A clone's ties to the others, resolved (see [`crate::fio::JobControl`]).
+#[derive(Clone, Debug, Default)]
+pub struct Control {
+    /// `wait_for`: the clones that must all have exited before this one
+    /// starts.
+    pub wait_for: Vec<usize>,
+    /// The reporting group (fio's `groupid`), which `exit_what=group` ends.
+    pub groupid: u32,
+    /// `exitall` (set in any job): the clone's exit terminates others.
+    pub exitall: bool,
+    /// `exitall_on_error`: an exit with an error terminates others.
+    pub exitall_on_error: bool,
+    /// `exit_what`: which others.
+    pub exit_what: crate::fio::ExitWhat,
+    /// `flow`: the clone's share of a flow's I/O.
+    pub flow: Option<FlowShare>,
+    /// `rate_min` / `rate_iops_min`: the smallest rate the clone must keep.
+    pub rate_min: Option<RateMin>,
+    /// `latency_target` and its settings.
+    pub latency: Option<LatencyTarget>,
+}
+
+/// fio's latency-target search (io_u.c `lat_target_*`): the clone starts at
+/// queue depth 1 and, after every window, doubles it (or bisects towards the
+/// last depth that failed) while enough I/Os meet the target, halving it
+/// towards the last good one when not.
+#[derive(Clone, Copy, Debug)]
+pub struct LatencyTarget {
+    /// `latency_target`, ns.
+    pub target_ns: u64,
+    /// `latency_window`, ns.
+    pub window_ns: u64,
+    /// `latency_percentile`, percent.
+    pub percentile: f64,
+    /// `latency_run`: never settle.
+    pub run: bool,
+}
+
+/// errno ETIMEDOUT, which fio's `lat_fatal` sets.
+pub const ETIMEDOUT: i32 = 110;
+/// errno EIO, which fio's failed `check_min_rate` sets.
+pub const EIO: i32 = 5;
+
+/// Why a clone stopped with an error (fio's `td_verror`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobError {
+    /// errno.
+    pub errno: i32,
+    /// The failing step, as fio names it (`func=`).
+    pub func: &'static str,
+    /// fio's message for it.
+    pub message: String,
+}
+
+/// A flow's shared counters (flow.c's `struct fio_flow`): I/Os issued by
+/// its jobs plus one, and the weights of the jobs set up in it (every job
+/// of the file from the start, as fio's `add_job` adds them, less those
+/// that have exited).
+#[derive(Debug)]
+pub struct Flow {
+    counter: AtomicU64,
+    total_weight: AtomicU64,
+}
+
+impl Flow {
+    /// A flow with no I/O yet and the jobs' weights added.
+    pub fn new(total_weight: u64) -> Flow {
+        Flow {
+            counter: AtomicU64::new(1),
+            total_weight: AtomicU64::new(total_weight),
+        }
+    }
+}
+
+/// One clone's place in a flow.
+#[derive(Clone, Debug)]
+pub struct FlowShare {
+    /// The flow (shared by the clones with the same `flow_id`).
+    pub flow: Arc<Flow>,
+    /// `flow`: the clone's weight.
+    pub weight: u64,
+    /// `flow_sleep`, ns: how long a clone ahead of its share sleeps (after
+    /// its I/O has completed); 0: it spins until the share allows.
+    pub sleep_ns: u64,
+}
+
+/// fio's minimum-rate check (backend.c `__check_min_rate`), per direction.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateMin {
+    /// `rate_min`, bytes/s (0: none).
+    pub bps: [u64; 2],
+    /// `rate_iops_min`, I/Os per second (0: none); only read when the
+    /// direction has no `rate_min`.
+    pub iops: [u64; 2],
+    /// `rate_cycle`, ms.
+    pub cycle_ms: u64,
 }
 
 /// How a job verifies what it writes (fio's `verify` family, resolved).
@@ -276,6 +377,7 @@ impl Default for JobConfig {
             verify: None,
             offload: false,
             phase_clock: None,
+            control: Control::default(),
         }
     }
 }
@@ -290,6 +392,12 @@ enum StallKind {
     /// A replayed entry is not due yet: sleep this long, ns, without waiting
     /// for the I/O in flight (fio's `iolog_delay` reaps while it waits).
     Replay(u64),
+    /// Ahead of its flow share with `flow_sleep`: sleep this long, ns.
+    Flow(u64),
+    /// `io_u_quiesce` for the latency target: wait for the I/O in flight,
+    /// then go on (`true`: and start the statistics over, for the final
+    /// window at the depth found).
+    Quiesce(bool),
 }
 
 /// A stall's progress: fio first waits for all the job's I/O to complete
@@ -431,6 +539,36 @@ pub struct Job {
     passes_done: u32,
     /// Every pass has been written and verified.
     verify_done: bool,
+    /// I/Os the clone has counted in its flow (flow.c's `td->flow_counter`).
+    flow_counter: u64,
+    /// Ahead of its flow share without `flow_sleep`: it spins, submitting
+    /// nothing, until the share allows ([`Job::flow_exceeded`] is false).
+    pub flow_waiting: bool,
+    /// Bytes and I/Os completed per direction since the start or the ramp's
+    /// end (fio's `this_io_bytes`, `this_io_blocks`).
+    done_bytes: [u64; 2],
+    done_blocks: [u64; 2],
+    /// The minimum-rate check's last sample per direction: bytes, I/Os and
+    /// when (fio's `last_rate_check_*`).
+    rate_check: [(u64, u64, Ns); 2],
+    /// Why the clone stopped with an error (fio's `td->error`).
+    pub error: Option<JobError>,
+    /// Latency target: the depth in use and its bounds (fio's `latency_qd`,
+    /// `latency_qd_high`, `latency_qd_low`), successes in a row at the top
+    /// (`latency_stable_count`), the window's start, I/Os completed then,
+    /// I/Os over the target in it, and whether the final window runs.
+    pub lat_qd: u32,
+    lat_high: u32,
+    lat_low: u32,
+    lat_stable: u32,
+    lat_ts: Ns,
+    lat_blocks: u64,
+    lat_ios: u64,
+    lat_failed: u64,
+    lat_end_run: bool,
+    /// The statistics are to start over now (the latency target's final
+    /// window); the simulator tells the report, as at a ramp's end.
+    pub stats_reset: bool,
 }
 
 /// What the rate limit says about the next I/O.
@@ -641,6 +779,22 @@ impl Job {
             cpu_pending: false,
             issued_bytes: 0,
             issued_ios: 0,
+            flow_counter: 0,
+            flow_waiting: false,
+            done_bytes: [0; 2],
+            done_blocks: [0; 2],
+            rate_check: [(0, 0, Ns::ZERO); 2],
+            error: None,
+            lat_qd: 0,
+            lat_high: 0,
+            lat_low: 0,
+            lat_stable: 0,
+            lat_ts: Ns::ZERO,
+            lat_blocks: 0,
+            lat_ios: 0,
+            lat_failed: 0,
+            lat_end_run: false,
+            stats_reset: false,
         }
     }
 
@@ -654,6 +808,243 @@ impl Job {
             && !self.sync_due()
             && !self.stalled()
             && !self.verify_blocked()
+            && !self.flow_waiting
+            && !self.lat_full()
+    }
+
+    /// fio's `queue_full` with a latency target: the I/O units out (in
+    /// flight or not reaped) have reached the depth being tried.
+    fn lat_full(&self) -> bool {
+        self.cfg.control.latency.is_some() && self.cur_depth() >= self.lat_qd
+    }
+
+    /// fio's `cur_depth`: I/O units not back on its free list (the fsync,
+    /// issued apart, not counted).
+    fn cur_depth(&self) -> u32 {
+        self.inflight - self.sync_inflight as u32 + self.unreaped
+    }
+
+    /// io_u.c `lat_target_init`: start the search at depth 1.
+    fn lat_init(&mut self, now: Ns) {
+        self.lat_end_run = false;
+        if self.cfg.control.latency.is_some() {
+            self.lat_ts = now;
+            self.lat_qd = 1;
+            self.lat_high = self.cfg.depth.max(1);
+            self.lat_low = 1;
+            self.lat_ios = self.lat_blocks;
+        } else {
+            self.lat_qd = self.cfg.depth;
+        }
+    }
+
+    /// io_u.c `lat_new_cycle`.
+    fn lat_new_cycle(&mut self, now: Ns) {
+        self.lat_ts = now;
+        self.lat_ios = self.lat_blocks;
+        self.lat_failed = 0;
+    }
+
+    /// Wait for the I/O in flight (`io_u_quiesce`), then start a new window
+    /// (and with `reset`, fresh statistics). fio's quiesce reaps inside the
+    /// check, so the I/O it waits for counts in the old window. Already
+    /// stalling (or nothing in flight), the window starts now.
+    fn quiesce(&mut self, now: Ns, reset: bool) {
+        if self.stall == Stall::None && self.inflight > 0 {
+            self.stall = Stall::Draining(StallKind::Quiesce(reset));
+            return;
+        }
+        if reset {
+            self.stats_reset = true;
+        }
+        self.lat_new_cycle(now);
+    }
+
+    /// The latency target's quiesce is under way.
+    fn lat_quiescing(&self) -> bool {
+        matches!(self.stall, Stall::Draining(StallKind::Quiesce(_)))
+    }
+
+    /// io_u.c `__lat_target_failed`: halve the depth towards the last good
+    /// one; at depth 1 the target cannot be met (true).
+    fn lat_ramp_down(&mut self, now: Ns) -> bool {
+        if self.lat_qd == 1 {
+            return true;
+        }
+        self.lat_high = self.lat_qd;
+        if self.lat_qd == self.lat_low {
+            self.lat_low -= 1;
+        }
+        self.lat_qd = ((self.lat_qd + self.lat_low) / 2).max(1);
+        self.lat_stable = 0;
+        self.quiesce(now, false);
+        false
+    }
+
+    /// io_u.c `lat_target_success`: double the depth (or bisect towards the
+    /// last failing one); the same depth twice: one final window at it, with
+    /// fresh statistics, then the job is done (unless `latency_run`).
+    fn lat_ramp_up(&mut self, now: Ns, run: bool) {
+        let qd = self.lat_qd;
+        let depth = self.cfg.depth.max(1);
+        self.lat_low = self.lat_qd;
+        if self.lat_qd + 1 == self.lat_high {
+            self.lat_stable += 1;
+            if self.lat_stable >= 3 {
+                self.lat_high += 1;
+                self.lat_stable = 0;
+            }
+        }
+        self.lat_qd = if self.lat_high != depth {
+            (self.lat_qd + self.lat_high) / 2
+        } else {
+            self.lat_qd * 2
+        }
+        .min(depth);
+        if !run && self.lat_qd == qd {
+            if self.lat_end_run {
+                self.stopping = true;
+            } else {
+                self.lat_end_run = true;
+                self.quiesce(now, true);
+                return;
+            }
+        }
+        self.lat_new_cycle(now);
+    }
+
+    /// A read or write completed `lat_ns` after it was started: count it
+    /// against the target (io_u.c `io_completed`: with a percentile of 100
+    /// a single miss ramps down, or, at depth 1, fails the job with fio's
+    /// `lat_fatal`), then, out of the ramp time, `lat_target_check`.
+    fn lat_completed(&mut self, now: Ns, lat_ns: u64) {
+        let Some(lt) = self.cfg.control.latency else {
+            return;
+        };
+        self.lat_blocks += 1;
+        if lat_ns > lt.target_ns {
+            if lt.percentile == 100.0 {
+                if self.lat_ramp_down(now) && self.error.is_none() {
+                    self.error = Some(JobError {
+                        errno: ETIMEDOUT,
+                        func: "max latency exceeded",
+                        message: format!(
+                            "fio: latency of {lat_ns} nsec exceeds specified max ({} nsec)",
+                            lt.target_ns
+                        ),
+                    });
+                    self.stopping = true;
+                }
+            } else {
+                self.lat_failed += 1;
+            }
+        }
+        let ramping = self.cfg.ramp_time > 0 && now.0 < self.start.0 + self.cfg.ramp_time;
+        if ramping
+            || self.stopping
+            || self.lat_quiescing()
+            || now.0.saturating_sub(self.lat_ts.0) < lt.window_ns
+        {
+            return;
+        }
+        let ios = self.lat_blocks - self.lat_ios;
+        let success = if ios == 0 {
+            f64::NAN
+        } else {
+            (ios - self.lat_failed.min(ios)) as f64 / ios as f64 * 100.0
+        };
+        if success >= lt.percentile {
+            self.lat_ramp_up(now, lt.run);
+        } else {
+            self.lat_ramp_down(now);
+        }
+    }
+
+    /// flow.c's `flow_threshold_exceeded` test: the clone's share of its
+    /// flow's I/O count is above its share of the flow's weight.
+    pub fn flow_exceeded(&self) -> bool {
+        let Some(f) = &self.cfg.control.flow else {
+            return false;
+        };
+        let counter = f.flow.counter.load(Ordering::Relaxed).max(1);
+        let weight = f.flow.total_weight.load(Ordering::Relaxed).max(1);
+        self.flow_counter as f64 / counter as f64 > f.weight as f64 / weight as f64
+    }
+
+    /// fio's loop-top flow check before each I/O: ahead of its share, the
+    /// clone sleeps (`flow_sleep`, after its I/O drains) or spins; else the
+    /// I/O counts in the flow. Returns whether the I/O may go.
+    fn flow_check(&mut self) -> bool {
+        let Some(f) = self.cfg.control.flow.clone() else {
+            return true;
+        };
+        if self.flow_exceeded() {
+            if f.sleep_ns > 0 {
+                self.stall = Stall::Draining(StallKind::Flow(f.sleep_ns));
+            } else {
+                self.flow_waiting = true;
+            }
+            return false;
+        }
+        f.flow.counter.fetch_add(1, Ordering::Relaxed);
+        self.flow_counter += 1;
+        true
+    }
+
+    /// The clone exits: its I/O count and weight leave its flow (flow.c
+    /// `flow_put`).
+    pub fn flow_exit(&mut self) {
+        if let Some(f) = &self.cfg.control.flow {
+            f.flow
+                .counter
+                .fetch_sub(self.flow_counter, Ordering::Relaxed);
+            f.flow.total_weight.fetch_sub(f.weight, Ordering::Relaxed);
+            self.flow_counter = 0;
+        }
+    }
+
+    /// backend.c `__check_min_rate` for every direction, after a completion:
+    /// from 2 s after the start, once per `rate_cycle`, the bytes (or I/Os)
+    /// completed since the last sample must come to the minimum rate. The
+    /// first failure stops the clone with fio's message.
+    fn check_min_rate(&mut self, now: Ns) {
+        let Some(rm) = self.cfg.control.rate_min else {
+            return;
+        };
+        if self.error.is_some() || now.0.saturating_sub(self.rate_epoch.0) < 2_000_000_000 {
+            return;
+        }
+        for d in 0..2 {
+            if rm.bps[d] == 0 && rm.iops[d] == 0 {
+                continue;
+            }
+            let (bytes, blocks, at) = self.rate_check[d];
+            if bytes > 0 || blocks > 0 {
+                let spent_ms = now.0.saturating_sub(at.0) / 1_000_000;
+                if spent_ms < rm.cycle_ms || spent_ms == 0 {
+                    continue;
+                }
+                let failed = if rm.bps[d] > 0 {
+                    let rate = (self.done_bytes[d] - bytes) * 1000 / spent_ms;
+                    (rate < rm.bps[d])
+                        .then(|| format!("rate_min={}B/s not met, got {rate}B/s", rm.bps[d]))
+                } else {
+                    let rate = (self.done_blocks[d] - blocks) * 1000 / spent_ms;
+                    (rate < rm.iops[d])
+                        .then(|| format!("rate_iops_min={} not met, got {rate} IOPS", rm.iops[d]))
+                };
+                if let Some(m) = failed {
+                    self.error = Some(JobError {
+                        errno: EIO,
+                        func: "check_min_rate",
+                        message: format!("{}: {m}", self.cfg.name),
+                    });
+                    self.stopping = true;
+                    return;
+                }
+            }
+            self.rate_check[d] = (self.done_bytes[d], self.done_blocks[d], now);
+        }
     }
 
     /// A verifying job waits: for its writes and the fsync before reading
@@ -691,6 +1082,7 @@ impl Job {
         self.end = now;
         self.last_think_at = now;
         self.rate_epoch = now;
+        self.lat_init(now);
         self.clock(|c, _| c.open(1, now));
     }
 
@@ -705,6 +1097,14 @@ impl Job {
     /// counters, the rate limit starts over from here.
     pub fn ramp_over(&mut self, now: Ns) {
         self.rate_epoch = now;
+        // reset_all_stats → lat_target_reset: the search starts over, except
+        // for its final window.
+        if !self.lat_end_run {
+            self.lat_init(now);
+        }
+        self.done_bytes = [0; 2];
+        self.done_blocks = [0; 2];
+        self.rate_check = [(0, 0, Ns::ZERO); 2];
         self.rate_issue_bytes = [0; 2];
         self.rate_next_us = [0; 2];
         self.rate_last_us = [0; 2];
@@ -835,7 +1235,8 @@ impl Job {
         self.unreaped = 0;
         self.stall = Stall::Sleeping(kind);
         let dur = match kind {
-            StallKind::Rate(ns) | StallKind::Replay(ns) => ns,
+            StallKind::Rate(ns) | StallKind::Replay(ns) | StallKind::Flow(ns) => ns,
+            StallKind::Quiesce(_) => 0,
             StallKind::Think => {
                 let t = self.cfg.thinktime?;
                 let mut dur = t.think_us.max(t.spin_us) * 1_000;
@@ -855,6 +1256,10 @@ impl Job {
         };
         self.stall = Stall::None;
         self.end = self.end.max(now);
+        if let StallKind::Quiesce(reset) = kind {
+            self.stats_reset = reset;
+            self.lat_new_cycle(now);
+        }
         if kind != StallKind::Think {
             return;
         }
@@ -899,12 +1304,10 @@ impl Job {
     /// while `cur_depth > iodepth_low`, which (fio's default `iodepth_low` =
     /// `iodepth`) ends after the first call. Returns the completions reaped.
     pub fn reap(&mut self, now: Ns) -> u32 {
-        if self.unreaped == 0 || self.reaped_free() > 0 {
+        if self.unreaped == 0 || (self.reaped_free() > 0 && !self.lat_full()) {
             return 0;
         }
-        // fio's cur_depth: I/O units not back on its free list (the fsync, issued
-        // apart, not counted).
-        let cur_depth = self.inflight - self.sync_inflight as u32 + self.unreaped;
+        let cur_depth = self.cur_depth();
         let min_evts = self.reap_min.min(cur_depth).max(1);
         if self.unreaped < min_evts {
             return 0;
@@ -1046,6 +1449,9 @@ impl Job {
             return None;
         }
         if self.reaped_free() == 0 {
+            return None;
+        }
+        if !self.flow_check() {
             return None;
         }
         if self.replay.is_some() {
@@ -1408,6 +1814,13 @@ impl Job {
         }
         let done = self.in_flight(unit);
         self.last_done_dir = done.dir;
+        if !u.trim {
+            let d = done.dir.idx();
+            self.done_bytes[d] += done.bytes;
+            self.done_blocks[d] += 1;
+            self.check_min_rate(now);
+            self.lat_completed(now, now.0.saturating_sub(u.submit.0));
+        }
         if done.dir == Dir::Write {
             if let Some(l) = self.vlog.as_mut() {
                 l.written(unit);

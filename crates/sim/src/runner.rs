@@ -438,6 +438,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         });
     }
     let expected_ns = expected_ns.map(|t| t + group_ns);
+    resolve_control(&jobs, &mut clones)?;
     sim.cgroups = cgroups;
     Ok(Plan {
         scheduler,
@@ -623,13 +624,135 @@ fn clone_config(spec: &JobSpec, opts: &RunOptions, p: Placement) -> JobConfig {
         }),
         // A replaying clone gets its source after this (see `plan`).
         replay: None,
+        // Resolved once every clone is known (`resolve_control`).
+        control: crate::job::Control::default(),
     }
+}
+
+/// The ties between clones (`wait_for`, `exitall`, `flow`) and each clone's
+/// `rate_min`, once every clone is known.
+fn resolve_control(jobs: &[Resolved], clones: &mut [JobConfig]) -> Result<(), RunError> {
+    use crate::job::{Flow, FlowShare, RateMin};
+    // fio's exitall is one switch for the whole run (options.c
+    // `str_exitall_cb` sets `exitall_on_terminate`).
+    let exitall = jobs.iter().any(|r| r.spec.control.exitall);
+    // flow.c `flow_init_job` runs as each job is added: every job's weight
+    // is in its flow from the start.
+    let mut flows: Vec<(u32, u64, u32, std::sync::Arc<Flow>)> = Vec::new();
+    for r in jobs {
+        let c = &r.spec.control;
+        if c.flow == 0 {
+            continue;
+        }
+        let barrier = clones[r.clones.start].group;
+        let weight = c.flow as u64 * r.clones.len() as u64;
+        match flows.iter_mut().find(|f| f.0 == c.flow_id) {
+            Some(f) if f.2 != barrier => {
+                return Err(job_err(
+                    &r.spec,
+                    format!(
+                        "flow_id={} is shared with a job behind another stonewall: fio counts \
+                         every job's flow weight from the start, so the jobs that run first \
+                         would wait for a share that jobs not started yet hold (fio spins until \
+                         the runtime ends); give each stonewall group its own flow_id",
+                        c.flow_id
+                    ),
+                ))
+            }
+            Some(f) => f.1 += weight,
+            None => flows.push((
+                c.flow_id,
+                weight,
+                barrier,
+                std::sync::Arc::new(Flow::new(0)),
+            )),
+        }
+    }
+    let flows: Vec<(u32, std::sync::Arc<Flow>)> = flows
+        .into_iter()
+        .map(|(id, w, _, _)| (id, std::sync::Arc::new(Flow::new(w))))
+        .collect();
+    for r in jobs {
+        let c = &r.spec.control;
+        let mut wait_for = Vec::new();
+        if let Some(name) = &c.wait_for {
+            for o in jobs
+                .iter()
+                .filter(|o| o.spec.name == *name && o.spec.name != r.spec.name)
+            {
+                if clones[o.clones.start].group > clones[r.clones.start].group {
+                    return Err(job_err(
+                        &r.spec,
+                        format!(
+                            "wait_for={name} names a job behind a later stonewall; in fio \
+                             this job would start only after that stonewall is reached, \
+                             which iosched does not model: move the job after '{name}'"
+                        ),
+                    ));
+                }
+                wait_for.extend(o.clones.clone());
+            }
+        }
+        let rate_min =
+            (c.rate_min.iter().chain(&c.rate_iops_min).any(|&n| n > 0)).then_some(RateMin {
+                bps: c.rate_min,
+                iops: c.rate_iops_min,
+                cycle_ms: c.rate_cycle_ms,
+            });
+        let flow = (c.flow > 0).then(|| FlowShare {
+            flow: flows
+                .iter()
+                .find(|f| f.0 == c.flow_id)
+                .map(|f| f.1.clone())
+                .expect("every flow_id in use has its flow"),
+            weight: c.flow as u64,
+            sleep_ns: c.flow_sleep_us * 1_000,
+        });
+        for cfg in &mut clones[r.clones.clone()] {
+            cfg.control = crate::job::Control {
+                wait_for: wait_for.clone(),
+                groupid: r.groupid,
+                exitall,
+                exitall_on_error: c.exitall_on_error,
+                exit_what: c.exit_what,
+                flow: flow.clone(),
+                rate_min,
+                latency: (c.latency_target_ns > 0).then_some(crate::job::LatencyTarget {
+                    target_ns: c.latency_target_ns,
+                    window_ns: c.latency_window_us * 1_000,
+                    percentile: c.latency_percentile,
+                    run: c.latency_run,
+                }),
+            };
+        }
+    }
+    Ok(())
 }
 
 /// A device filename (under `/dev/`) names the simulated device: the disk
 /// statistics' name. Two different ones cannot be simulated.
 fn note_device(spec: &JobSpec, disk_name: &mut Option<String>) -> Result<(), RunError> {
     if let Some(f) = spec.filename.as_ref().filter(|f| f.starts_with("/dev/")) {
+        let chr = if spec.ioengine == crate::fio::IoEngine::Null {
+            &[][..]
+        } else {
+            &[
+                "null", "zero", "full", "random", "urandom", "mem", "kmem", "port",
+            ][..]
+        };
+        let base = f.trim_start_matches("/dev/");
+        let tty = spec.ioengine != crate::fio::IoEngine::Null
+            && (base.starts_with("tty") || base.starts_with("pts/"));
+        if chr.contains(&base) || tty {
+            return Err(job_err(
+                spec,
+                format!(
+                    "filename={f} is a character device: its reads and writes never reach a \
+                     block device or an I/O scheduler, so there is nothing to simulate \
+                     (use the simulated block device, or ioengine=null for fio's own cost)"
+                ),
+            ));
+        }
         let name = f.rsplit('/').next().unwrap_or(f).to_string();
         match disk_name {
             Some(d) if *d != name => {
@@ -1171,6 +1294,10 @@ struct Collector<'a> {
     /// Per clone: a verifying job's phase clock, and whether it has a
     /// backlog.
     clocks: Vec<Option<(std::sync::Arc<crate::job::PhaseClock>, bool)>>,
+    /// Per clone: the error it stopped with.
+    errors: Vec<Option<crate::job::JobError>>,
+    /// Per clone: the queue depth it ended with (`latency_qd`).
+    latency_depths: Vec<u32>,
 }
 
 impl Collector<'_> {
@@ -1597,7 +1724,7 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
             .iter()
             .any(|o| o.groupid == r.groupid && o.spec.group_reporting);
         let replay_rw = r.replay_rw;
-        let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns| {
+        let fill = |mut jr: JobResult, spec: &JobSpec, end: Ns, clone: Option<usize>| {
             jr.job_options = spec.options.clone();
             jr.rw = replay_rw.unwrap_or(spec.rw.as_str()).to_string();
             let range = |i: usize, bs: u64| match &spec.bs_dist[i] {
@@ -1612,6 +1739,15 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
             jr.ioengine = spec.ioengine.as_str().to_string();
             jr.iodepth = spec.iodepth;
             jr.latency_depth = spec.iodepth;
+            let c = &spec.control;
+            if c.latency_target_ns > 0 {
+                if let Some(d) = clone.and_then(|k| col.latency_depths.get(k)) {
+                    jr.latency_depth = *d;
+                }
+                jr.latency_target_ns = c.latency_target_ns;
+                jr.latency_window_us = c.latency_window_us;
+                jr.latency_percentile = c.latency_percentile;
+            }
             if let Some(p) = &spec.percentile_list {
                 jr.percentile_list = p.clone();
             }
@@ -1644,13 +1780,26 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
                 .unwrap_or_default();
             let mut jr = JobResult::new(&r.spec.name, r.groupid, JobStats::merged(parts));
             jr.pid = 1000 + r.clones.start as u32;
-            out.push(fill(jr, &r.spec, end));
+            // fio's group report shows the first error of the group's jobs.
+            if let Some(e) = members
+                .iter()
+                .flat_map(|m| m.clones.clone())
+                .find_map(|c| col.errors.get(c).cloned().flatten())
+            {
+                jr.error = e.errno;
+            }
+            // stat.c sets latency_depth from each job in turn: the last one's.
+            let last = members.iter().flat_map(|m| m.clones.clone()).last();
+            out.push(fill(jr, &r.spec, end, last));
         } else {
             for c in r.clones.clone() {
                 let stats = col.stats[c].clone().unwrap_or_default();
                 let mut jr = JobResult::new(&r.spec.name, r.groupid, stats);
                 jr.pid = 1000 + c as u32;
-                out.push(fill(jr, &r.spec, col.ends[c]));
+                if let Some(e) = col.errors.get(c).cloned().flatten() {
+                    jr.error = e.errno;
+                }
+                out.push(fill(jr, &r.spec, col.ends[c], Some(c)));
             }
         }
     }
@@ -1705,8 +1854,12 @@ pub fn run(
                 c.phase_clock.clone().map(|k| (k, backlog))
             })
             .collect(),
+        errors: Vec::new(),
+        latency_depths: Vec::new(),
     };
     let summary = sim.run(&mut col);
+    col.errors = summary.errors.clone();
+    col.latency_depths = summary.latency_depths.clone();
     let interrupted = stop_requested();
     if interrupted {
         // As fio on Ctrl-C: every job still running ends now, with what it did.
@@ -1765,6 +1918,23 @@ pub fn run(
         summary.end,
     );
 
+    // fio logs why a job failed (a minimum rate, a latency target) and its
+    // error as it exits.
+    for (c, e) in col.errors.iter().enumerate() {
+        if let Some(e) = e {
+            report.header.push(format!("iosched: {}", e.message));
+            report.header.push(format!(
+                "iosched: pid={}, err={}, func={}, error={}",
+                1000 + c,
+                e.errno,
+                e.func,
+                match e.errno {
+                    crate::job::EIO => "Input/output error",
+                    _ => "Connection timed out",
+                }
+            ));
+        }
+    }
     report.jobs = job_entries(&plan, &col, opts);
     report.compute_groups();
 

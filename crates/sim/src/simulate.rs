@@ -5,6 +5,7 @@
 //! (`stonewall`) run one after another; clones of a group start together.
 
 use crate::engine::EventQueue;
+use crate::fio::ExitWhat;
 use crate::job::{split_owner, IoDone, Job, JobConfig};
 use crate::pagecache::{
     dirty_poll_interval, pos_ratio, NoSyncWalk, PageCache, RaState, SyncWalk, VmConfig, WalkStep,
@@ -253,6 +254,12 @@ pub enum SimError {
 pub struct RunSummary {
     /// Virtual time at the end.
     pub end: Ns,
+    /// Per job: the error it stopped with (`rate_min` not met, `latency_target`
+    /// missed at depth 1), if any.
+    pub errors: Vec<Option<crate::job::JobError>>,
+    /// Per job: the queue depth it ended with (fio's `latency_qd`, which a
+    /// `latency_target` search moves).
+    pub latency_depths: Vec<u32>,
     /// Requests completed by the device.
     pub requests: u64,
     /// Disk statistics.
@@ -360,6 +367,16 @@ pub struct Simulation {
     read_bios: BTreeMap<u64, u64>,
     /// The host model (`None`: the free host).
     host: Option<host_path::HostState>,
+    /// Per start barrier group: its start has been scheduled.
+    group_begun: Vec<bool>,
+    /// Per job: it is held back by `wait_for` until its waitees have exited.
+    waiting: Vec<bool>,
+    /// When the current start barrier's group started (`startdelay` counts
+    /// from there).
+    group_started_at: Ns,
+    /// The jobs in a flow (`flow`), checked after every event for a share
+    /// that now lets a spinning one go on.
+    flow_jobs: Vec<usize>,
 }
 
 impl Simulation {
@@ -377,6 +394,7 @@ impl Simulation {
             .iter()
             .map(|g| jobs.iter().filter(|j| j.group == *g).count())
             .collect();
+        let group_begun = (0..groups.len()).map(|i| i == 0).collect();
         let mut events = EventQueue::new();
         if let Some(g) = groups.first() {
             events.push(Ns::ZERO, Ev::GroupStart(*g));
@@ -387,6 +405,9 @@ impl Simulation {
             .cpus
             .as_ref()
             .map(|h| host_path::HostState::new(h, cfg, &queue, &jobs, info.completion));
+        let flow_jobs = (0..nr_jobs)
+            .filter(|&j| jobs[j].control.flow.is_some())
+            .collect();
         let max_sectors = queue.config().limits.max_sectors as u64;
         let ras = jobs
             .iter()
@@ -424,6 +445,10 @@ impl Simulation {
             batch: Vec::new(),
             deliver_armed: false,
             host,
+            group_begun,
+            waiting: vec![false; nr_jobs],
+            group_started_at: Ns::ZERO,
+            flow_jobs,
         })
     }
 
@@ -558,6 +583,9 @@ impl Simulation {
             if !self.tag_sleepers.is_empty() {
                 self.wake_tag_sleepers(now, obs);
             }
+            if !self.flow_jobs.is_empty() {
+                self.wake_flow_spinners(now, obs);
+            }
             self.arm(now);
         }
         let end = self.last_event;
@@ -571,6 +599,8 @@ impl Simulation {
         });
         RunSummary {
             end,
+            errors: self.jobs.iter().map(|j| j.error.clone()).collect(),
+            latency_depths: self.jobs.iter().map(|j| j.lat_qd).collect(),
             requests: self.requests,
             disk: self.queue.disk_stats(end),
             sched_stats: self.queue.elevator().debugfs(),
@@ -607,13 +637,121 @@ impl Simulation {
     }
 
     fn start_group(&mut self, g: u32, now: Ns, obs: &mut dyn IoObserver) {
+        self.group_started_at = now;
         for j in 0..self.jobs.len() {
-            if self.jobs[j].cfg.group != g {
+            if self.jobs[j].cfg.group != g || self.jobs[j].finished {
                 continue;
             }
-            match self.jobs[j].cfg.start_delay {
-                0 => self.start_job(j, now, obs),
-                d => self.events.push(now.add(d), Ev::JobStart(j)),
+            if self.waitee_running(j) {
+                self.waiting[j] = true;
+                continue;
+            }
+            self.delay_start(j, now, obs);
+        }
+        // Every job of the group was terminated before it started.
+        self.group_done_check(g, now);
+    }
+
+    /// Start job `j` once its `startdelay` (from its group's start) has passed.
+    fn delay_start(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        let at = self.group_started_at.add(self.jobs[j].cfg.start_delay);
+        if at <= now {
+            self.start_job(j, now, obs);
+        } else {
+            self.events.push(at, Ev::JobStart(j));
+        }
+    }
+
+    /// backend.c `waitee_running`: a job named by `wait_for` has not exited.
+    fn waitee_running(&self, j: usize) -> bool {
+        self.jobs[j]
+            .cfg
+            .control
+            .wait_for
+            .iter()
+            .any(|&w| !self.jobs[w].finished)
+    }
+
+    /// The group's last job has exited: the next group starts (once).
+    fn group_done_check(&mut self, g: u32, now: Ns) {
+        let gi = self.groups.iter().position(|x| *x == g).unwrap_or(0);
+        if self.group_left[gi] == 0 && gi + 1 < self.groups.len() && !self.group_begun[gi + 1] {
+            self.group_begun[gi + 1] = true;
+            self.events.push(now, Ev::GroupStart(self.groups[gi + 1]));
+        }
+    }
+
+    /// libfio.c `fio_terminate_threads`, called as job `from` exits: the jobs
+    /// its `exit_what` names stop. A running one stops submitting and exits
+    /// when its I/O has completed; one not started yet never runs (with
+    /// `exit_what=stonewall` only running jobs are ended).
+    fn terminate(&mut self, from: usize, now: Ns, obs: &mut dyn IoObserver) {
+        let what = self.jobs[from].cfg.control.exit_what;
+        let groupid = self.jobs[from].cfg.control.groupid;
+        for k in 0..self.jobs.len() {
+            let job = &self.jobs[k];
+            if job.finished {
+                continue;
+            }
+            let chosen = match what {
+                ExitWhat::Group => job.cfg.control.groupid == groupid,
+                ExitWhat::Stonewall => job.started,
+                ExitWhat::All => true,
+            };
+            if !chosen {
+                continue;
+            }
+            if self.jobs[k].started {
+                self.jobs[k].stopping = true;
+                self.maybe_finish(k, now, obs);
+            } else if self.syncs[k].is_none() {
+                self.finish_unstarted(k, now, obs);
+            } else {
+                // Its page cache is being written back before its clock
+                // starts: it starts stopped, and exits at once.
+                self.jobs[k].stopping = true;
+            }
+        }
+    }
+
+    /// A job terminated before it started: it never runs (fio's
+    /// `run_threads` skips a job marked `terminate`), reporting no I/O.
+    fn finish_unstarted(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        let job = &mut self.jobs[j];
+        job.finished = true;
+        job.stopping = true;
+        job.flow_exit();
+        self.waiting[j] = false;
+        self.jobs_left -= 1;
+        let g = job.cfg.group;
+        let gi = self.groups.iter().position(|x| *x == g).unwrap_or(0);
+        self.group_left[gi] -= 1;
+        self.wake_waiters(now, obs);
+        // A group not begun yet checks when it begins (`start_group`).
+        if self.group_begun[gi] {
+            self.group_done_check(g, now);
+        }
+    }
+
+    /// Jobs held back by `wait_for` whose waitees have all exited start.
+    fn wake_waiters(&mut self, now: Ns, obs: &mut dyn IoObserver) {
+        for k in 0..self.jobs.len() {
+            if self.waiting[k] && !self.waitee_running(k) {
+                self.waiting[k] = false;
+                self.delay_start(k, now, obs);
+            }
+        }
+    }
+
+    /// A flow's share may let a spinning job (`flow` without `flow_sleep`)
+    /// go on: it submits again.
+    fn wake_flow_spinners(&mut self, now: Ns, obs: &mut dyn IoObserver) {
+        for i in 0..self.flow_jobs.len() {
+            let j = self.flow_jobs[i];
+            if self.jobs[j].flow_waiting && !self.jobs[j].flow_exceeded() {
+                self.jobs[j].flow_waiting = false;
+                self.fill(j, now, obs);
+                self.maybe_finish(j, now, obs);
             }
         }
     }
@@ -623,6 +761,9 @@ impl Simulation {
     /// write-and-wait of every dirty page, then `invalidate_bdev`); its clock
     /// starts after that, as fio opens its files before the job's clock starts.
     fn start_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if self.jobs[j].finished {
+            return;
+        }
         let cfg = &self.jobs[j].cfg;
         if cfg.buffered && cfg.invalidate && self.cache.is_clean() {
             self.cache.drop_clean();
@@ -1364,6 +1505,13 @@ impl Simulation {
     }
 
     fn maybe_finish(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if self.jobs[j].stats_reset {
+            // The latency target's final window: fio's reset_all_stats, as at
+            // a ramp's end.
+            self.jobs[j].stats_reset = false;
+            self.jobs[j].ramp_over(now);
+            obs.ramp_done(j, now);
+        }
         self.start_stall_if_due(j, now);
         if self.jobs[j].end_sync_due() {
             self.fill(j, now, obs);
@@ -1390,16 +1538,19 @@ impl Simulation {
             });
         job.end = end;
         let g = job.cfg.group;
+        job.flow_exit();
+        let ctl = &job.cfg.control;
+        let terminates = ctl.exitall || (ctl.exitall_on_error && job.error.is_some());
         obs.job_finished(j, end);
         // fio's job process exits with its job: the scheduler releases its queues
         // (`bfq_exit_icq`).
         self.queue.exit_task(now, pid);
         let gi = self.groups.iter().position(|x| *x == g).unwrap_or(0);
         self.group_left[gi] -= 1;
-        if self.group_left[gi] == 0 {
-            if let Some(next) = self.groups.get(gi + 1) {
-                self.events.push(now, Ev::GroupStart(*next));
-            }
+        if terminates {
+            self.terminate(j, now, obs);
         }
+        self.wake_waiters(now, obs);
+        self.group_done_check(g, now);
     }
 }

@@ -22,10 +22,7 @@ const STEADY: &str = "option 'steadystate' is not modeled yet";
 
 /// Every example and its class: keep in step with docs/fio.md.
 const EXAMPLES: &[(&str, Class)] = &[
-    (
-        "1mbs_clients.fio",
-        Refused("option 'rate_min' is not modeled yet"),
-    ),
+    ("1mbs_clients.fio", Runs),
     ("aio-read.fio", Runs),
     (
         "atomic-verify.fio",
@@ -33,7 +30,10 @@ const EXAMPLES: &[(&str, Class)] = &[
     ),
     ("backwards-read.fio", Runs),
     ("basic-verify.fio", Runs),
-    ("butterfly.fio", Refused("option 'flow' is not modeled yet")),
+    (
+        "butterfly.fio",
+        Refused("/tmp/testfile: the file does not exist on the simulated file system"),
+    ),
     (
         "cmdprio-bssplit.fio",
         Refused("option 'cmdprio_bssplit' is not modeled yet"),
@@ -47,13 +47,10 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("disk-zone-profile.fio", Refused(ZONED)),
     (
         "enospc-pressure.fio",
-        Refused("option 'ignore_error' is not modeled yet"),
+        Refused("rw=randtrim is not modeled yet"),
     ),
     ("example_latency_steadystate.fio", Refused(STEADY)),
-    (
-        "exitwhat.fio",
-        Refused("option 'exitall' is not modeled yet"),
-    ),
+    ("exitwhat.fio", Runs),
     ("fio-rand-RW.fio", Runs),
     ("fio-rand-read.fio", Runs),
     ("fio-rand-write.fio", Runs),
@@ -61,17 +58,11 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("fio-seq-read.fio", Runs),
     ("fio-seq-write.fio", Runs),
     ("fixed-rate-submission.fio", Runs),
-    (
-        "flow.fio",
-        Refused("option 'flow_sleep' is not modeled yet"),
-    ),
+    ("flow.fio", Runs),
     ("fsx.fio", Runs),
     ("iometer-file-access-server.fio", Runs),
     ("jesd219.fio", Runs),
-    (
-        "latency-profile.fio",
-        Refused("option 'latency_target' is not modeled yet"),
-    ),
+    ("latency-profile.fio", Runs),
     ("null.fio", Runs),
     ("numa.fio", Runs),
     ("poisson-rate-submission.fio", Runs),
@@ -86,10 +77,7 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("steadystate.fio", Refused(STEADY)),
     ("surface-scan.fio", Runs),
     ("tiobench-example.fio", Runs),
-    (
-        "waitfor.fio",
-        Refused("option 'wait_for' is not modeled yet"),
-    ),
+    ("waitfor.fio", Runs),
     ("xnvme-compare.fio", Runs),
     ("xnvme-fdp.fio", Refused("option 'fdp' is not modeled yet")),
     ("xnvme-pi.fio", Refused("unknown option 'md_per_io_size'")),

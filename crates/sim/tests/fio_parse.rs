@@ -263,7 +263,7 @@ fn validation_errors() {
         ("fsync=-1", "fsync"),
         ("sync=sometimes", "invalid value 'sometimes' for sync"),
         ("end_fsync=maybe", "end_fsync"),
-        ("rate_min=1m", "option 'rate_min' is not modeled yet"),
+        ("sprandom=1", "option 'sprandom' is not modeled yet"),
         ("unified_rw_reporting=1", "not modeled yet"),
         ("foo=1", "unknown option 'foo'"),
         ("ioengine=mmap", "ioengine=mmap is not modeled"),
@@ -422,7 +422,7 @@ fn env_expansion() {
 #[test]
 fn ignored_options_are_listed_once_in_order() {
     let input = job("[global]\ndirect=1\nlockmem=1g\ndescription=hello world\n\
-         [a]\ninvalidate=1\nlockmem=2g\nwrite_hist_log=x\nrate_min=0\nsoftrandommap=0\n\
+         [a]\ninvalidate=1\nlockmem=2g\nwrite_hist_log=x\nserialize_overlap=0\nsoftrandommap=0\n\
          [b]\ngtod_reduce=1\ndescription=x\n")
     .unwrap();
     assert_eq!(
@@ -432,7 +432,7 @@ fn ignored_options_are_listed_once_in_order() {
             "description",
             "invalidate",
             "write_hist_log",
-            "rate_min",
+            "serialize_overlap",
             "softrandommap",
             "gtod_reduce"
         ]
@@ -539,8 +539,8 @@ fn command_line_errors() {
     assert!(e.is_command_line() && e.line().is_none());
     let e = cli("--name=a --direct=1 --foo=1").unwrap_err();
     assert!(e.to_string().contains("unknown option 'foo'"));
-    let e = cli("--name=a --direct=1 --rate_min=1m").unwrap_err();
-    assert_eq!(e.to_string(), "command line: option '--rate_min': option 'rate_min' is not modeled yet (only the no-op value '0' accepted)");
+    let e = cli("--name=a --direct=1 --sprandom=1").unwrap_err();
+    assert_eq!(e.to_string(), "command line: option '--sprandom': option 'sprandom' is not modeled yet (only the no-op value '0' accepted)");
     let ok = cli("--name=a --direct=1 --fsync=1 --fdatasync=4 --end_fsync=1 --sync=dsync").unwrap();
     let j = &ok.jobs[0];
     assert_eq!(

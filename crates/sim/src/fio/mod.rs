@@ -54,10 +54,10 @@
 //!    their `log_*` settings) are modeled and written (see [`crate::iolog`]);
 //!    `write_hist_log` is accepted and ignored. `read_iolog`, `write_iolog`
 //!    and the `replay_*` options are modeled (see [`crate::trace`]).
-//! 3. **Not modeled yet** options would change the I/O (`verify`,
-//!    `directory`, `rate_min`, ...) and are rejected with
-//!    `option 'verify' is not modeled yet`, except when given the value that
-//!    is fio's no-op default (e.g. `verify=0`, `rate_min=0`), which is
+//! 3. **Not modeled yet** options would change the I/O (`steadystate`,
+//!    `cmdprio_percentage`, ...) and are rejected with
+//!    `option 'steadystate' is not modeled yet`, except when given the value
+//!    that is fio's no-op default (e.g. `nrfiles=1`, `atomic=0`), which is
 //!    accepted and listed as ignored.
 //!
 //! [`option_table`] lists every option with its class; docs/fio.md keeps
@@ -658,10 +658,71 @@ pub struct JobSpec {
     /// `io_submit_mode=offload`: I/Os are handed to `iodepth` worker threads,
     /// each submitting and reaping its own (rate-submit.c).
     pub offload: bool,
+    /// How the job's run depends on other jobs' and on its own measured rate
+    /// (`wait_for`, `exitall`, `flow`, `rate_min`, ...).
+    pub control: JobControl,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.
     pub options: Vec<(String, String)>,
+}
+
+/// `exit_what`: which jobs a job's exit terminates when `exitall` is set
+/// (fio's `TERMINATE_GROUP`, `TERMINATE_STONEWALL`, `TERMINATE_ALL`, as
+/// libfio.c `fio_terminate_threads` selects them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExitWhat {
+    /// `group` (the default): the jobs of its reporting group.
+    #[default]
+    Group,
+    /// `stonewall`: every job running, whatever its group; jobs not started
+    /// yet still run.
+    Stonewall,
+    /// `all`: every job, including those not started yet (they never run).
+    All,
+}
+
+/// The options tying a job's run to other jobs and to its own measured rate.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobControl {
+    /// `wait_for=NAME`: the job starts only once every job named NAME has
+    /// exited (backend.c `waitee_running`).
+    pub wait_for: Option<String>,
+    /// `exitall`: in fio a process-wide switch (options.c `str_exitall_cb`):
+    /// set in any job, every job's exit terminates others, as its own
+    /// `exit_what` says.
+    pub exitall: bool,
+    /// `exit_what` (default `group`).
+    pub exit_what: ExitWhat,
+    /// `exitall_on_error`: a job that exits with an error terminates others
+    /// (as `exit_what` says) even without `exitall`.
+    pub exitall_on_error: bool,
+    /// `flow_id` (default 0): the flow the job's `flow` weight counts in.
+    pub flow_id: u32,
+    /// `flow` (0..=1000, 0: the job is in no flow): its share of the flow's
+    /// I/O, against the other jobs' weights (flow.c).
+    pub flow: u32,
+    /// `flow_sleep`, µs: a job ahead of its share first waits for its I/O
+    /// to complete, then sleeps this long; 0 (the default): it spins.
+    pub flow_sleep_us: u64,
+    /// `rate_min` per direction (read, write), bytes/s; 0: none.
+    pub rate_min: [u64; 2],
+    /// `rate_iops_min` per direction, I/Os per second; 0: none.
+    pub rate_iops_min: [u64; 2],
+    /// `rate_cycle`, ms (default 1000): the window the minimum rate is
+    /// averaged over.
+    pub rate_cycle_ms: u64,
+    /// `latency_target`, ns (0: none): the job looks for the deepest queue
+    /// whose latencies stay under it (io_u.c `lat_target_check`).
+    pub latency_target_ns: u64,
+    /// `latency_window`, µs: how long each queue depth is tried.
+    pub latency_window_us: u64,
+    /// `latency_percentile` (default 100): the share of I/Os, percent, that
+    /// must be under the target.
+    pub latency_percentile: f64,
+    /// `latency_run`: keep adjusting the depth until the job ends, instead of
+    /// stopping after one window at the depth found.
+    pub latency_run: bool,
 }
 
 /// A job's iolog options: what it replays (`read_iolog`) and records

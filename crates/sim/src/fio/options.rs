@@ -11,8 +11,9 @@ use super::number::{
     parse_time_seconds_default, parse_time_us_default, ByteValue,
 };
 use super::{
-    BlockSizes, BsDist, FileSpec, IoEngine, IologOptions, JobSpec, LogOptions, RandomDist,
-    RateLimit, ReportOptions, RwMode, SizeSpec, SourceLocation, ThinkTime, VerifySpec,
+    BlockSizes, BsDist, ExitWhat, FileSpec, IoEngine, IologOptions, JobControl, JobSpec,
+    LogOptions, RandomDist, RateLimit, ReportOptions, RwMode, SizeSpec, SourceLocation, ThinkTime,
+    VerifySpec,
 };
 use crate::iolog::WindowValue;
 
@@ -189,6 +190,7 @@ static OPTIONS: &[OptDef] = &[
     m("rate_iops", NONE, R),
     m("rate_process", NONE, R),
     m("rate_ignore_thinktime", NONE, R),
+    m("rate_cycle", &["ratecycle"], R),
     m("thinktime", NONE, R),
     m("thinktime_spin", NONE, R),
     m("thinktime_blocks", NONE, R),
@@ -265,8 +267,6 @@ static OPTIONS: &[OptDef] = &[
     ig("log_compression", NONE, R, Int),
     ig("log_compression_cpus", NONE, R, Any),
     ig("log_alternate_epoch_clock_id", NONE, R, Int),
-    // Only rate_min's check reads it, and rate_min is not modeled.
-    ig("rate_cycle", &["ratecycle"], R, Int),
     ig("numa_cpu_nodes", NONE, R, Any),
     // The options of fio's built-in profiles (profiles/tiobench.c, act.c):
     // fio registers them at start-up, so any job file may set them, and they
@@ -297,7 +297,7 @@ static OPTIONS: &[OptDef] = &[
     // ---- Not modeled yet: would change the I/O (or a log's contents) ----
     nm("log_store_compressed", NONE, R, ZERO),
     nm("log_alternate_epoch", &["log_unix_epoch"], R, ZERO),
-    nm("wait_for", NONE, R, NONE),
+    m("wait_for", NONE, R),
     nm("filetype", NONE, R, &["none"]),
     m("directory", NONE, R),
     OptDef {
@@ -331,7 +331,9 @@ static OPTIONS: &[OptDef] = &[
     nm("nrfiles", &["nr_files"], R, ONE),
     nm("openfiles", NONE, R, NONE),
     nm("file_service_type", NONE, R, &["roundrobin"]),
-    nm("fallocate", NONE, R, NONE),
+    // fio's own file preparation; "none" (or "0") makes none, as iosched
+    // does (its files are laid out whole, see docs/fio.md "Files").
+    nm("fallocate", NONE, R, &["none", "0"]),
     nm("write_barrier", NONE, R, ZERO),
     nm("sync_file_range", NONE, R, NONE),
     nm("atomic", NONE, R, ZERO),
@@ -395,13 +397,13 @@ static OPTIONS: &[OptDef] = &[
     nm("rwmixcycle", NONE, R, NONE),
     nm("priohint", NONE, R, NONE),
     nm("thinkcycles", NONE, R, ZERO),
-    nm("rate_min", &["ratemin"], R, ZERO),
-    nm("rate_iops_min", NONE, R, ZERO),
+    m("rate_min", &["ratemin"], R),
+    m("rate_iops_min", NONE, R),
     nm("max_latency", NONE, R, NONE),
-    nm("latency_target", NONE, R, NONE),
-    nm("latency_window", NONE, R, NONE),
-    nm("latency_percentile", NONE, R, NONE),
-    nm("latency_run", NONE, R, NONE),
+    m("latency_target", NONE, R),
+    m("latency_window", NONE, R),
+    m("latency_percentile", NONE, R),
+    m("latency_run", NONE, R),
     nm("write_hint", NONE, R, NONE),
     nm("create_only", NONE, R, ZERO),
     nm("pre_read", NONE, R, ZERO),
@@ -412,22 +414,24 @@ static OPTIONS: &[OptDef] = &[
     },
     nm("gpu_dev_id", NONE, R, NONE),
     nm("end_syncfs", NONE, R, ZERO),
-    nm("exitall", NONE, Flag, NONE),
-    nm("exit_what", NONE, R, NONE),
-    nm("exitall_on_error", NONE, Flag, NONE),
+    m("exitall", NONE, Flag),
+    m("exit_what", NONE, R),
+    m("exitall_on_error", NONE, Flag),
     nm("block_error_percentiles", NONE, R, ZERO),
     nm("significant_figures", NONE, R, &["4"]),
     nm("unified_rw_reporting", NONE, R, &["none", "0"]),
-    nm("ignore_error", NONE, R, NONE),
+    // Which I/O errors a job carries on after: the simulated I/O has none.
+    ig("ignore_error", NONE, R, Any),
     nm("profile", NONE, R, NONE),
     OptDef {
         prio: 1,
         ..nm("unit_base", NONE, R, &["0", "8"])
     },
-    nm("flow_id", NONE, R, ZERO),
-    nm("flow", NONE, R, ZERO),
-    nm("flow_watermark", NONE, R, NONE),
-    nm("flow_sleep", NONE, R, ZERO),
+    m("flow_id", NONE, R),
+    m("flow", NONE, R),
+    // FIO_OPT_SOFT_DEPRECATED in fio: accepted, read by nothing.
+    ig("flow_watermark", NONE, R, Any),
+    m("flow_sleep", NONE, R),
     nm("steadystate", &["ss"], R, NONE),
     nm("steadystate_duration", &["ss_dur"], R, ZERO),
     nm("steadystate_ramp_time", &["ss_ramp"], R, NONE),
@@ -568,6 +572,7 @@ pub(crate) struct JobState {
     verify_only: bool,
     offload: bool,
     random_sequence_stride: bool,
+    control: JobControl,
 }
 
 impl Default for JobState {
@@ -648,6 +653,11 @@ impl Default for JobState {
             verify_only: false,
             offload: false,
             random_sequence_stride: false,
+            control: JobControl {
+                rate_cycle_ms: 1000,
+                latency_percentile: 100.0,
+                ..JobControl::default()
+            },
         }
     }
 }
@@ -773,6 +783,8 @@ impl JobState {
             "fixedbufs" => self.fixedbufs = flag_value(value)?,
             "stonewall" => self.stonewall = flag_value(value)?,
             "thread" => self.thread = flag_value(value)?,
+            "exitall" => self.control.exitall = flag_value(value)?,
+            "exitall_on_error" => self.control.exitall_on_error = flag_value(value)?,
             "verify_only" => self.verify_only = flag_value(value)?,
             // fio's make_log_name: no value (or an empty one) means the job name.
             "write_bw_log" | "write_lat_log" | "write_iops_log" => {
@@ -996,6 +1008,53 @@ impl JobState {
                 }
             }
             "rate" => self.rate = parse_per_dir(v, kb, self.rate, "rate")?,
+            "rate_min" => {
+                let r = parse_per_dir(v, kb, [0; 3], "rate_min")?;
+                self.control.rate_min = [r[0], r[1]];
+            }
+            "rate_iops_min" => {
+                let r = parse_per_dir(v, kb, [0; 3], "rate_iops_min")?;
+                if r.iter().any(|&n| n > U32_MAX) {
+                    return Err(format!("rate_iops_min value '{v}' is too large"));
+                }
+                self.control.rate_iops_min = [r[0], r[1]];
+            }
+            "rate_cycle" => self.control.rate_cycle_ms = int(0, U32_MAX)?,
+            "wait_for" => self.control.wait_for = Some(v.to_string()),
+            // FIO_OPT_STR_VAL_TIME: µs unless a unit is given; fio's
+            // fixup_options makes the target ns.
+            "latency_target" => {
+                self.control.latency_target_ns = parse_us(v, parse_time_us_default)? * 1_000
+            }
+            "latency_window" => {
+                self.control.latency_window_us = parse_us(v, parse_time_us_default)?
+            }
+            "latency_percentile" => {
+                self.control.latency_percentile = match v.parse::<f64>() {
+                    Ok(p) if (0.0..=100.0).contains(&p) => p,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for latency_percentile (a percentage, 0 to 100)"
+                        ))
+                    }
+                }
+            }
+            "latency_run" => self.control.latency_run = parse_bool(v)?,
+            "exit_what" => {
+                self.control.exit_what = match v {
+                    "group" => ExitWhat::Group,
+                    "stonewall" => ExitWhat::Stonewall,
+                    "all" => ExitWhat::All,
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for exit_what (valid: group, stonewall, all)"
+                        ))
+                    }
+                }
+            }
+            "flow_id" => self.control.flow_id = int(0, U32_MAX)? as u32,
+            "flow" => self.control.flow = int(0, 1000)? as u32,
+            "flow_sleep" => self.control.flow_sleep_us = int(0, U32_MAX)?,
             "rate_iops" => self.rate_iops = parse_per_dir(v, kb, self.rate_iops, "rate_iops")?,
             "rate_process" => {
                 self.rate_poisson = match v {
@@ -1348,6 +1407,7 @@ impl JobState {
             },
             verify,
             offload: self.offload,
+            control: self.control.clone(),
             options,
         })
     }
