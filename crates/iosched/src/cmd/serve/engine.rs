@@ -22,6 +22,12 @@ pub struct Clock {
     start: Instant,
 }
 
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Clock {
     /// A clock starting now.
     pub fn new() -> Clock {
