@@ -112,11 +112,20 @@ fn cannot_run(cmd: &str) -> Option<&'static str> {
     if cmd.contains("kernel-trace record") {
         return Some("records the running kernel: needs root, fio, tracefs and a loop device");
     }
-    if cmd.contains("cargo test") || cmd.contains("cargo bench") {
+    if cmd.contains("cargo test") || cmd.contains("cargo bench") || cmd.contains("run-tests.sh") {
         return Some("runs the test suite or the benchmarks themselves (this test is one of them)");
     }
     if cmd.contains("kernel-trace compare rr.txt") {
         return Some("reads the recording the `record` example writes");
+    }
+    if cmd.contains("iosched serve") {
+        return Some(
+            "a server that runs until stopped: tests/serve.rs and tests/serve_clients.rs \
+             start it this way and connect fio, qemu-io and nbdcopy to it",
+        );
+    }
+    if cmd.contains("nbd://") || cmd.contains("nbd+unix://") {
+        return Some("a client of the `iosched serve` example before it (tests/serve_clients.rs)");
     }
     None
 }
@@ -233,8 +242,17 @@ fn examples() -> Vec<String> {
 fn run_all(pick: impl Fn(&str) -> bool) {
     let dir = scratch();
     let mut all = examples();
-    // Producers first: an import writes what a replay reads.
-    all.sort_by_key(|c| !c.contains("import-disksim"));
+    // Producers first: an import writes what a replay reads; reports last,
+    // as they read what the runs and sweeps wrote.
+    all.sort_by_key(|c| {
+        if c.contains("import-disksim") {
+            0
+        } else if c.starts_with("iosched report") {
+            2
+        } else {
+            1
+        }
+    });
     assert!(all.len() > 20, "examples found: {all:?}");
     let mut failures = Vec::new();
     for cmd in all.iter().filter(|c| pick(c)) {
