@@ -153,7 +153,7 @@ struct Cpu {
     preempted: Option<(ThreadId, Option<Item>)>,
     irqs: VecDeque<Item>,
     /// Runnable threads (not running): ordered by (vruntime, sequence).
-    runq: Vec<(u64, u64, ThreadId)>,
+    runq: VecDeque<(u64, u64, ThreadId)>,
     min_vruntime: u64,
     /// Bumped whenever the CPU's next event changes (stale heap entries are skipped).
     gen: u64,
@@ -720,6 +720,14 @@ impl Cpus {
             return;
         }
         match cur {
+            // An idle CPU runs the woken thread at once (what queueing it and
+            // picking would give, without the run-queue round trip).
+            None if self.cpus[c as usize].irqs.is_empty()
+                && self.cpus[c as usize].preempted.is_none()
+                && self.cpus[c as usize].runq.is_empty() =>
+            {
+                self.switch_to(now, c, t);
+            }
             None => {
                 self.runq_insert(c, t);
                 self.pick(now, c);
@@ -764,7 +772,7 @@ impl Cpus {
         let cur = self.cpus[c as usize].cur.expect("slice on an idle CPU");
         let Ctx::Thread(r) = cur.ctx else { return };
         let rv = self.threads[r as usize].vruntime + now.saturating_sub(cur.since);
-        let first = self.cpus[c as usize].runq.first().map(|e| e.0);
+        let first = self.cpus[c as usize].runq.front().map(|e| e.0);
         match first {
             Some(v) if v < rv => self.preempt(now, c),
             _ => {
@@ -795,13 +803,16 @@ impl Cpus {
             cpu.gen += 1;
             return;
         }
-        let (_, _, t) = cpu.runq.remove(0);
-        let min_vr = cpu
-            .runq
-            .first()
-            .map_or(self.threads[t as usize].vruntime, |e| {
-                e.0.min(self.threads[t as usize].vruntime)
-            });
+        let (_, _, t) = cpu.runq.pop_front().expect("non-empty run queue");
+        self.switch_to(now, c, t);
+    }
+
+    /// Thread `t`, no longer queued, runs on CPU `c` from `now`: a new slice, and
+    /// its preempted item or its next pending one.
+    fn switch_to(&mut self, now: u64, c: u32, t: ThreadId) {
+        let vr = self.threads[t as usize].vruntime;
+        let cpu = &mut self.cpus[c as usize];
+        let min_vr = cpu.runq.front().map_or(vr, |e| e.0.min(vr));
         cpu.min_vruntime = cpu.min_vruntime.max(min_vr);
         cpu.slice_end = now + self.p.slice_ns;
         let th = &mut self.threads[t as usize];

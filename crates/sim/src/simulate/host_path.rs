@@ -46,6 +46,16 @@ fn token(kind: u64, a: usize, b: u32) -> u64 {
     (kind << 56) | ((a as u64 & 0xFF_FFFF) << 32) | u64::from(b)
 }
 
+/// `cpu` as one of `n` CPUs (a request's CPU is always one already; the modulo,
+/// a division, is kept off the per-request path).
+fn wrap_cpu(cpu: u32, n: u32) -> u32 {
+    if cpu < n {
+        cpu
+    } else {
+        cpu % n
+    }
+}
+
 fn untoken(t: u64) -> (u64, usize, u32) {
     (t >> 56, ((t >> 32) & 0xFF_FFFF) as usize, t as u32)
 }
@@ -125,6 +135,8 @@ pub(super) struct HostState {
     completion: devices::CompletionCpu,
     /// `queue/rq_affinity`.
     rq_affinity: u8,
+    /// Per hardware queue: its first CPU, where its interrupt vector points.
+    hctx_first_cpu: Vec<u32>,
     tokens: Vec<u64>,
 }
 
@@ -176,6 +188,14 @@ impl HostState {
             kblockd_pending: false,
             completion,
             rq_affinity: cfg.rq_affinity,
+            hctx_first_cpu: (0..q.nr_hw_queues())
+                .map(|h| {
+                    q.cpu_map()
+                        .iter()
+                        .position(|&x| x as usize == h as usize)
+                        .unwrap_or(0) as u32
+                })
+                .collect(),
             tokens: Vec::new(),
         }
     }
@@ -352,11 +372,8 @@ impl Simulation {
             let cpu = if inline {
                 rq.issue_cpu
             } else {
-                self.queue
-                    .cpu_map()
-                    .iter()
-                    .position(|&h| h == rq.hctx)
-                    .unwrap_or(0) as u32
+                let first = &self.host.as_ref().expect("host model").hctx_first_cpu;
+                first.get(rq.hctx as usize).copied().unwrap_or(0)
             };
             match by_cpu.iter_mut().find(|(c, _)| *c == cpu) {
                 Some((_, v)) => v.push(id),
@@ -373,7 +390,7 @@ impl Simulation {
             _ => h.costs.irq_ns,
         };
         for (cpu, rqs) in by_cpu.drain(..) {
-            let cpu = cpu % h.cpus.len();
+            let cpu = wrap_cpu(cpu, h.cpus.len());
             let b = h.store_batch(rqs);
             h.cpus
                 .irq(now.0, cpu, Item::new(0, irq_ns, token(T_IRQ, b, cpu)));
@@ -494,13 +511,16 @@ impl Simulation {
         // completes it (by IPI) when it is in another last-level cache, with 2
         // whenever it is another CPU, with 0 never.
         let target = |sub: u32| -> Option<u32> {
-            let sub = sub % ncpus;
+            let sub = wrap_cpu(sub, ncpus);
+            if !from_irq || sub == cpu {
+                return None;
+            }
             let remote = match affinity {
                 0 => false,
                 1 => sub / llc != cpu / llc,
                 _ => true,
             };
-            (from_irq && sub != cpu && remote).then_some(sub)
+            remote.then_some(sub)
         };
         for &id in &rqs {
             let Some(sub) = target(self.queue.request(id).cpu) else {
