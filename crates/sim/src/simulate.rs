@@ -923,7 +923,7 @@ impl Simulation {
                 let dev: &mut dyn Driver = self.device.as_mut();
                 self.queue.submit_bio_direct(now, bio, dev);
             }
-            self.submit_sync_if_due(j, now, obs);
+            self.submit_sync_if_due(j, now, budget < max_ios, obs);
             return;
         }
         let mut batch_buf = std::mem::take(&mut self.batch);
@@ -954,7 +954,7 @@ impl Simulation {
             }
         }
         self.batch = batch_buf;
-        self.submit_sync_if_due(j, now, obs);
+        self.submit_sync_if_due(j, now, budget < max_ios, obs);
     }
 
     /// A buffered `write()` (`blkdev_write_iter` → `generic_perform_write`): the
@@ -990,7 +990,7 @@ impl Simulation {
                 return;
             }
         }
-        self.submit_sync_if_due(j, now, obs);
+        self.submit_sync_if_due(j, now, false, obs);
     }
 
     /// The copy of a buffered write is done: its pages are dirty
@@ -1367,10 +1367,19 @@ impl Simulation {
     /// write-and-wait of every dirty page of the device (nothing to do when the
     /// page cache is clean, as it always is for direct I/O), then an empty
     /// PREFLUSH bio (`blkdev_issue_flush`).
-    fn submit_sync_if_due(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+    ///
+    /// `after_io`: this submission already issued I/O before the fsync. If it did
+    /// not, the submission's CPU work was the fsync's own, and fio stamps the fsync
+    /// (`log_io_u`, like any I/O) when that work began, before the system call.
+    fn submit_sync_if_due(&mut self, j: usize, now: Ns, after_io: bool, obs: &mut dyn IoObserver) {
         if self.jobs[j].sync_due() || self.jobs[j].end_sync_due() {
             let bio = self.jobs[j].sync_bio(now, j);
-            obs.sync_issued(j, now);
+            let stamped = if after_io {
+                now
+            } else {
+                Ns(now.0.saturating_sub(self.jobs[j].cfg.submit_cost_ns))
+            };
+            obs.sync_issued(j, stamped);
             let walk = SyncWalk::whole(&mut self.cache);
             self.syncs[j] = Some(PendingSync {
                 walk,

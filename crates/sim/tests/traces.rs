@@ -141,6 +141,31 @@ fn iolog_v3_timing_rules() {
     );
 }
 
+/// A replayed sync is stamped as fio's `log_io_u` stamps any I/O, when its
+/// submission begins (before the system call), so it keeps the trace's spacing
+/// like the writes around it, whatever the submission costs.
+#[test]
+fn a_replayed_sync_keeps_the_traces_timing() {
+    let dir = tmpdir("sync-timing");
+    std::fs::write(
+        dir.join("t.iolog"),
+        "fio version 3 iolog\n1 /dev/x add\n1 /dev/x open\n1 /dev/x write 0 4096\n1001 /dev/x write 8192 4096\n2001 /dev/x sync 0 0\n3001 /dev/x write 16384 4096\n4001 /dev/x close\n",
+    )
+    .unwrap();
+    for submit_ns in [0, 1_000, 7_000] {
+        let job = "[r]\ndirect=1\nioengine=psync\nread_iolog=@/t.iolog\nwrite_iolog=@/o.iolog\n";
+        run_job(&dir, job, Some(submit_ns)).unwrap();
+        let log = iolog_ios(&dir.join("o.iolog"));
+        let acts: Vec<&str> = log.iter().map(|x| x.1.as_str()).collect();
+        assert_eq!(acts, ["write", "write", "sync", "write"]);
+        assert_eq!(
+            times(&log),
+            vec![0, 1000, 2000, 3000],
+            "submit_ns={submit_ns}"
+        );
+    }
+}
+
 #[test]
 fn iolog_v2_wait_and_placement_options() {
     let dir = tmpdir("v2");
