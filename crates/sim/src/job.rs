@@ -94,6 +94,8 @@ pub struct JobConfig {
     pub end_fsync: bool,
     /// Writes carry `REQ_FUA` (fio `sync=1`: O_SYNC/O_DSYNC direct writes).
     pub fua_writes: bool,
+    /// How fio reports the job's syncs.
+    pub sync_report: SyncReport,
     /// Buffered I/O (fio `direct=0`): writes go to the page cache
     /// ([`crate::pagecache`]), an fsync writes it back first.
     pub buffered: bool,
@@ -367,6 +369,7 @@ impl Default for JobConfig {
             fsync_blocks: 0,
             end_fsync: false,
             fua_writes: false,
+            sync_report: SyncReport::Hidden,
             buffered: false,
             invalidate: false,
             fadvise: crate::pagecache::Advice::Normal,
@@ -419,6 +422,22 @@ struct IoUnit {
     dir: u8,
     sync: bool,
     trim: bool,
+}
+
+/// What fio makes of a job's syncs in its report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncReport {
+    /// The kernel's own (`sync=1` with a synchronous engine: `generic_write_sync`
+    /// inside each write): part of the write, not reported apart.
+    #[default]
+    Hidden,
+    /// fio issues them as `fsync` io_us (`fsync=`, a replayed `sync`):
+    /// latencies reported, counted in `issued rwts`. (`end_fsync` and
+    /// `fsync_on_close` are never reported.)
+    Fsync,
+    /// fio issues them as `fdatasync` (`fdatasync=`): latencies reported, not
+    /// counted in `issued rwts`.
+    Fdatasync,
 }
 
 /// A replaying job's stream, with what it is waiting to issue.
@@ -476,6 +495,10 @@ pub struct Job {
     writes_issued: u64,
     synced_at: u64,
     sync_inflight: bool,
+    /// The sync in flight is one fio reports ([`Job::sync_reported`]).
+    sync_reported: bool,
+    /// A reported sync completed: (issued, completed), for [`Job::take_sync_done`].
+    sync_done: Option<(Ns, Ns)>,
     end_sync_issued: bool,
     /// Completions the thread waits for in one `io_getevents` (fio's
     /// `iodepth_batch_complete_min`; 0 = 1).
@@ -734,6 +757,8 @@ impl Job {
             free_units: (0..depth).rev().collect(),
             writes_issued: 0,
             synced_at: 0,
+            sync_reported: false,
+            sync_done: None,
             sync_inflight: false,
             end_sync_issued: false,
             reap_min: 1,
@@ -1332,10 +1357,16 @@ impl Job {
     /// flight.
     pub fn sync_due(&self) -> bool {
         let n = self.cfg.fsync_blocks as u64;
+        // fio decides on its own fsync in get_io_u, at the top of its next turn:
+        // a job that has issued all it may (size, number_ios, runtime) takes no
+        // further turn, so its last writes go without one. The kernel's
+        // (`sync=1`) is part of each write and always follows it.
+        let goes_on = !self.stopping && !self.limit_reached();
         let periodic = n > 0
             && self.writes_issued > 0
             && self.writes_issued.is_multiple_of(n)
-            && self.synced_at != self.writes_issued;
+            && self.synced_at != self.writes_issued
+            && (self.cfg.sync_report == SyncReport::Hidden || goes_on);
         let replayed = self.replay.as_ref().is_some_and(|r| r.sync);
         (periodic || replayed)
             && !self.sync_inflight
@@ -1378,6 +1409,10 @@ impl Job {
             r.sync = false;
         }
         self.synced_at = self.writes_issued;
+        // fio reports the fsyncs it issues as io_us in its loop; the end-of-job
+        // and pre-verify ones (`fio_io_sync`) are not accounted.
+        self.sync_reported =
+            self.cfg.sync_report != SyncReport::Hidden && !self.verify_sync_due() && !self.stopping;
         if self.verify_sync_due() {
             self.verify_synced = true;
             // do_io is over; do_verify starts with this fsync.
@@ -1791,14 +1826,30 @@ impl Job {
         (off, n)
     }
 
-    /// An I/O unit completed; `None` for an fsync (fio reports those apart, and
-    /// iosched does not report them).
+    /// The sync [`Job::sync_bio`] just built is one fio reports: one of the
+    /// job's own `fsync`/`fdatasync` io_us, not the end-of-job or pre-verify
+    /// fsync, nor the kernel's (`sync=1`).
+    pub fn sync_reported(&self) -> bool {
+        self.sync_reported
+    }
+
+    /// The reported sync that [`Job::complete`] just completed, as (issued,
+    /// completed); taken once.
+    pub fn take_sync_done(&mut self) -> Option<(Ns, Ns)> {
+        self.sync_done.take()
+    }
+
+    /// An I/O unit completed; `None` for an fsync (fio reports those apart:
+    /// [`Job::take_sync_done`]).
     pub fn complete(&mut self, unit: u32, now: Ns) -> Option<IoDone> {
         let u = self.units[unit as usize];
         self.inflight -= 1;
         self.end = now;
         if u.sync {
             self.sync_inflight = false;
+            if self.sync_reported {
+                self.sync_done = Some((u.issue, now));
+            }
             return None;
         }
         self.free_units.push(unit);

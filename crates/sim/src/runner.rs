@@ -409,6 +409,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 // A replay's I/O ends with its log; fio probes a blktrace's
                 // depth unless `iodepth` is given.
                 cfg.replay = Some(r.source.clone());
+                // fio issues a replayed `sync` as an fsync io_u.
+                cfg.sync_report = crate::job::SyncReport::Fsync;
                 cfg.io_limit = u64::MAX;
                 if let Some(d) = r.probed_depth {
                     if !spec.options.iter().any(|(k, _)| k == "iodepth") {
@@ -499,6 +501,19 @@ struct Placement {
 
 /// One clone of `spec` as the simulator runs it: fio's options resolved
 /// (depth, batching, fsync, page-cache advice, submission cost, verification).
+/// How fio reports a job's syncs: its own `fsync`/`fdatasync` io_us are
+/// reported, the kernel's (`sync=1` alone, inside each write) are not.
+fn sync_report(spec: &JobSpec) -> crate::job::SyncReport {
+    use crate::job::SyncReport;
+    if spec.fsync_blocks > 0 {
+        SyncReport::Fsync
+    } else if spec.fdatasync_blocks > 0 {
+        SyncReport::Fdatasync
+    } else {
+        SyncReport::Hidden
+    }
+}
+
 fn clone_config(spec: &JobSpec, opts: &RunOptions, p: Placement) -> JobConfig {
     let Placement {
         job_index,
@@ -584,6 +599,7 @@ fn clone_config(spec: &JobSpec, opts: &RunOptions, p: Placement) -> JobConfig {
             }
         },
         end_fsync: spec.end_fsync || spec.fsync_on_close,
+        sync_report: sync_report(spec),
         fua_writes: spec.sync,
         buffered: !spec.direct && spec.ioengine != IoEngine::Null,
         invalidate: spec.invalidate,
@@ -1433,6 +1449,16 @@ impl IoObserver for Collector<'_> {
     }
     fn sync_issued(&mut self, job: usize, now: Ns) {
         self.log_iolog(job, now, crate::trace::TraceOp::Sync, 0, 0);
+    }
+    fn sync_submitted(&mut self, job: usize, depth: u32, fsync: bool) {
+        if let Some(r) = &mut self.recorders[job] {
+            r.record_sync_submit(depth, fsync);
+        }
+    }
+    fn sync_completed(&mut self, job: usize, issued: Ns, now: Ns) {
+        if let Some(r) = &mut self.recorders[job] {
+            r.record_sync(now.0.saturating_sub(issued.0));
+        }
     }
     fn progress(&mut self, now: Ns) {
         let b = self.done_bytes;

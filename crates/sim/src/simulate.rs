@@ -46,6 +46,11 @@ pub trait IoObserver {
     fn job_finished(&mut self, _job: usize, _now: Ns) {}
     /// Clone `job` issued an fsync (an empty PREFLUSH bio) at `now`.
     fn sync_issued(&mut self, _job: usize, _now: Ns) {}
+    /// Clone `job` issued a sync fio reports, with `depth` I/Os in flight (the
+    /// sync included); `fsync`: an fsync, else an fdatasync.
+    fn sync_submitted(&mut self, _job: usize, _depth: u32, _fsync: bool) {}
+    /// A sync fio reports, issued at `issued`, completed at `now`.
+    fn sync_completed(&mut self, _job: usize, _issued: Ns, _now: Ns) {}
 }
 
 /// An observer that ignores everything.
@@ -1163,10 +1168,26 @@ impl Simulation {
         }
     }
 
+    /// Job `j`'s unit `unit` completes at `now` (fio reaps it): the I/O to
+    /// report, or `None` for a sync, whose latency goes to the observer here.
+    fn complete_unit(
+        &mut self,
+        j: usize,
+        unit: u32,
+        now: Ns,
+        obs: &mut dyn IoObserver,
+    ) -> Option<IoDone> {
+        let done = self.jobs[j].complete(unit, now);
+        if let Some((issued, at)) = self.jobs[j].take_sync_done() {
+            obs.sync_completed(j, issued, at);
+        }
+        done
+    }
+
     /// The buffered `write()` returns.
     fn write_returns(&mut self, j: usize, unit: u32, now: Ns, obs: &mut dyn IoObserver) {
         self.jobs[j].cpu_pending = false;
-        if let Some(io) = self.jobs[j].complete(unit, now) {
+        if let Some(io) = self.complete_unit(j, unit, now, obs) {
             obs.io_completed(j, io, io.issue, now);
         }
         self.fill(j, now, obs);
@@ -1380,6 +1401,10 @@ impl Simulation {
                 Ns(now.0.saturating_sub(self.jobs[j].cfg.submit_cost_ns))
             };
             obs.sync_issued(j, stamped);
+            if self.jobs[j].sync_reported() {
+                let fsync = self.jobs[j].cfg.sync_report == crate::job::SyncReport::Fsync;
+                obs.sync_submitted(j, self.jobs[j].inflight, fsync);
+            }
             let walk = SyncWalk::whole(&mut self.cache);
             self.syncs[j] = Some(PendingSync {
                 walk,
@@ -1492,7 +1517,7 @@ impl Simulation {
                 self.host_post(j, unit, now);
                 continue;
             }
-            if let Some(io) = self.jobs[j].complete(unit, now) {
+            if let Some(io) = self.complete_unit(j, unit, now, obs) {
                 obs.io_completed(j, io, io.issue, now);
             }
             self.fill(j, now, obs);

@@ -444,6 +444,12 @@ pub struct JobStats {
     pub sys_ns: u64,
     /// The threads' context switches, voluntary and involuntary (summed).
     pub ctx: u64,
+    /// fsync/fdatasync latencies, issue to completion (fio's `sync_stat`, the
+    /// `fsync/fdatasync/sync_file_range` lines and the JSON `sync` object).
+    pub sync: LatHist,
+    /// fsyncs issued (fio's `total_io_u[DDIR_SYNC]`, the fourth `issued rwts`
+    /// figure; fdatasyncs are `DDIR_DATASYNC` and not counted there).
+    pub sync_ios: u64,
 }
 
 impl JobStats {
@@ -524,6 +530,8 @@ impl JobStats {
         self.usr_ns += other.usr_ns;
         self.sys_ns += other.sys_ns;
         self.ctx += other.ctx;
+        self.sync.merge(&other.sync);
+        self.sync_ios += other.sync_ios;
     }
 
     /// Merges a set of clones into one entry (starting from empty).
@@ -912,6 +920,20 @@ impl JobRecorder {
     pub fn record_submit(&mut self, dir: Dir, depth: u32) {
         self.stats.dir_mut(dir).total_ios += 1;
         self.stats.depth_map[depth_bucket(depth)] += 1;
+    }
+
+    /// Records an fsync (or fdatasync: `fsync` false) issued with `depth` I/Os in
+    /// flight, itself included. fio counts it in the depth map (`io_u_map`) but
+    /// not in the I/Os that map's percentages are of, so with syncs the `IO
+    /// depths` line adds up to more than 100 %, as fio's does.
+    pub fn record_sync_submit(&mut self, depth: u32, fsync: bool) {
+        self.stats.depth_map[depth_bucket(depth)] += 1;
+        self.stats.sync_ios += u64::from(fsync);
+    }
+
+    /// Records a completed fsync/fdatasync that took `lat_ns` from its issue.
+    pub fn record_sync(&mut self, lat_ns: u64) {
+        self.stats.sync.record(lat_ns);
     }
 
     /// Records one submit call that queued `nr` IOs.

@@ -102,3 +102,81 @@ fn real_fio_replays_our_iolog() {
         assert_eq!(json["jobs"][0]["sync"]["total_ios"], syncs, "{engine}");
     }
 }
+
+/// fio's report of the syncs a job issues (`fsync=`, `fdatasync=`,
+/// `end_fsync`), against Debian's fio on a scratch file: how many there are
+/// (fio takes no further turn, and so issues no fsync, once a job has issued
+/// all it may), the JSON `sync` object's count and samples, the fourth
+/// `issued rwts` figure (fsyncs only: fdatasyncs are another direction), and
+/// the `fsync/fdatasync/sync_file_range` lines.
+#[test]
+fn sync_reporting_matches_real_fio() {
+    if !fio_available() {
+        assert!(
+            std::env::var_os("IOSCHED_REQUIRE_FIO").is_none(),
+            "IOSCHED_REQUIRE_FIO is set but fio is not on PATH"
+        );
+        eprintln!("fio not on PATH: skipping the real-fio sync test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    std::fs::write(&scratch, vec![0u8; 1 << 20]).unwrap();
+    let cases = [
+        ("psync", "fsync=4"),
+        ("psync", "fdatasync=1"),
+        ("psync", "fsync=3\nnumber_ios=10"),
+        ("libaio", "fsync=4"),
+        ("psync", "end_fsync=1"),
+        ("psync", "fsync=5\nend_fsync=1"),
+    ];
+    for (engine, opt) in cases {
+        let job = format!(
+            "[w]\nrw=write\nbs=4k\nsize=64k\ndirect=1\nioengine={engine}\niodepth=4\n{opt}\n"
+        );
+        let input = parse_job_file("w.fio", &job).unwrap();
+        let o = RunOptions::new(devices::profile("ssd-sata").unwrap());
+        let plan = runner::plan(&input, &o).unwrap();
+        let report = runner::run(&input, &o, plan, None).unwrap();
+        let ours = sim::report::json::to_value(&report);
+        let text = sim::report::text::to_string(&report);
+        let jf = dir.path().join("w.fio");
+        std::fs::write(&jf, format!("{job}filename={}\n", scratch.display())).unwrap();
+        let out = Command::new("fio")
+            .arg("--output-format=json")
+            .arg(&jf)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // fio may print notes before the JSON.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let json = &stdout[stdout.find('{').expect("fio printed JSON")..];
+        let theirs: serde_json::Value = serde_json::from_str(json).unwrap();
+        let (a, b) = (&ours["jobs"][0], &theirs["jobs"][0]);
+        let case = format!("{engine} {opt:?}");
+        assert_eq!(a["write"]["total_ios"], b["write"]["total_ios"], "{case}");
+        assert_eq!(a["sync"]["total_ios"], b["sync"]["total_ios"], "{case}");
+        assert_eq!(a["sync"]["lat_ns"]["N"], b["sync"]["lat_ns"]["N"], "{case}");
+        if engine == "psync" {
+            // Every I/O and sync at depth 1, syncs counted in the depth map but
+            // not in the I/Os it is a share of (fio's over-100 % `IO depths`).
+            assert_eq!(a["iodepth_level"]["1"], b["iodepth_level"]["1"], "{case}");
+        }
+        let syncs = b["sync"]["lat_ns"]["N"].as_u64().unwrap();
+        assert_eq!(
+            text.contains("  fsync/fdatasync/sync_file_range:\n    sync ("),
+            syncs > 0,
+            "{case}:\n{text}"
+        );
+        let fsyncs = b["sync"]["total_ios"].as_u64().unwrap();
+        let issued = format!("     issued rwts: total=0,16,0,{fsyncs} ");
+        let writes = b["write"]["total_ios"].as_u64().unwrap();
+        if writes == 16 {
+            assert!(text.contains(&issued), "{case}: no {issued:?} in\n{text}");
+        }
+    }
+}

@@ -152,6 +152,7 @@ fn run_trace(args: Args, format: Format) -> Result<()> {
     let mut plan = sim::runner::plan(&input, &opts)?;
     for c in &mut plan.clones {
         c.replay = Some(source.clone());
+        c.sync_report = sim::job::SyncReport::Fsync;
         c.io_limit = u64::MAX;
         c.time_based = false;
         c.number_ios = None;

@@ -7,7 +7,7 @@
 //! output diffs cleanly against real fio output.
 //!
 //! `usr_cpu`, `sys_cpu` and `ctx` come from the host model (0 on the free host).
-//! Not simulated, emitted with fio's neutral values: `majf`, `minf` (0), `eta` (0), the `sync` object (no fsyncs).
+//! Not simulated, emitted with fio's neutral values: `majf`, `minf` (0), `eta` (0).
 
 use std::io::{self, Write};
 
@@ -126,9 +126,12 @@ fn job(report: &RunReport, j: &JobResult, plus: bool) -> Value {
         let agg = group.dirs[d.index()].agg_bw;
         o.insert(d.name().into(), dir(j, s.dir(d), agg, &plist, plus));
     }
+    // fio's add_ddir_status_json for DDIR_SYNC: percentiles with either
+    // latency percentile option.
     let mut sync = Map::new();
-    sync.insert("total_ios".into(), 0u64.into());
-    sync.insert("lat_ns".into(), lat(&LatHist::new(), false, &plist, false));
+    sync.insert("total_ios".into(), s.sync_ios.into());
+    let pct = j.clat_percentiles || j.lat_percentiles;
+    sync.insert("lat_ns".into(), lat(&s.sync, pct, &plist, plus));
     o.insert("sync".into(), Value::Object(sync));
     o.insert("job_runtime".into(), s.total_run_time_ms.into());
     o.insert("usr_cpu".into(), float(s.usr_cpu()));

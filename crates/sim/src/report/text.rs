@@ -167,6 +167,15 @@ fn job_block(report: &RunReport, j: &JobResult, s: &mut String) {
     show_lat(&st.lat_n_dist(), "nsec", s);
     show_lat(&st.lat_u_dist(), "usec", s);
     show_lat(&st.lat_m_dist(), "msec", s);
+    if st.sync.count() > 0 {
+        // fio's show_ddir_status for DDIR_SYNC.
+        s.push_str("  fsync/fdatasync/sync_file_range:\n");
+        display_lat("sync", &st.sync, s);
+        let precision = j.percentile_precision.min(10) as usize;
+        if let Some(vals) = percentile_values(&st.sync, true, &plist) {
+            percentiles_block("sync", &vals, precision, s);
+        }
+    }
     let _ = writeln!(
         s,
         "  cpu          : usr={:3.2}%, sys={:3.2}%, ctx={}, majf={}, minf={}",
@@ -194,10 +203,11 @@ fn job_block(report: &RunReport, j: &JobResult, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "     issued rwts: total={},{},{},0 short={},{},{},0 dropped={},{},{},0",
+        "     issued rwts: total={},{},{},{} short={},{},{},0 dropped={},{},{},0",
         st.read.total_ios,
         st.write.total_ios,
         st.trim.total_ios,
+        st.sync_ios,
         st.read.short_ios,
         st.write.short_ios,
         st.trim.short_ios,

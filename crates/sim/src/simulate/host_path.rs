@@ -456,7 +456,7 @@ impl Simulation {
                 }
                 let posted = std::mem::take(&mut self.hs().posted[j]);
                 for &unit in &posted {
-                    if let Some(io) = self.jobs[j].complete(unit, reaped_at) {
+                    if let Some(io) = self.complete_unit(j, unit, reaped_at, obs) {
                         obs.io_completed(j, io, io.issue, reaped_at);
                     }
                 }

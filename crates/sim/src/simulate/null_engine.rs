@@ -25,7 +25,7 @@ impl Simulation {
             let unit = split_owner(bio.owner).1;
             obs.io_submitted(j, bio.op, self.jobs[j].inflight);
             obs.io_issued(j, self.jobs[j].in_flight(unit));
-            if let Some(io) = self.jobs[j].complete(unit, now) {
+            if let Some(io) = self.complete_unit(j, unit, now, obs) {
                 obs.io_completed(j, io, io.issue, now);
             }
         }
