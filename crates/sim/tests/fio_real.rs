@@ -19,14 +19,23 @@ fn fio_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Whether fio is there to compare with; without it the test says so and is
+/// skipped, unless CI asked for fio (`IOSCHED_REQUIRE_FIO`).
+fn fio_or_skip(test: &str) -> bool {
+    if fio_available() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("IOSCHED_REQUIRE_FIO").is_none(),
+        "IOSCHED_REQUIRE_FIO is set but fio is not on PATH"
+    );
+    eprintln!("fio not on PATH: skipping {test}");
+    false
+}
+
 #[test]
 fn real_fio_replays_our_iolog() {
-    if !fio_available() {
-        assert!(
-            std::env::var_os("IOSCHED_REQUIRE_FIO").is_none(),
-            "IOSCHED_REQUIRE_FIO is set but fio is not on PATH"
-        );
-        eprintln!("fio not on PATH: skipping the real-fio replay test");
+    if !fio_or_skip("the real-fio replay test") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -111,12 +120,7 @@ fn real_fio_replays_our_iolog() {
 /// the `fsync/fdatasync/sync_file_range` lines.
 #[test]
 fn sync_reporting_matches_real_fio() {
-    if !fio_available() {
-        assert!(
-            std::env::var_os("IOSCHED_REQUIRE_FIO").is_none(),
-            "IOSCHED_REQUIRE_FIO is set but fio is not on PATH"
-        );
-        eprintln!("fio not on PATH: skipping the real-fio sync test");
+    if !fio_or_skip("the real-fio sync test") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
