@@ -3,36 +3,8 @@
 //! 1× and 100× the simulated time, must peak at about the same heap size. A counting global allocator measures
 //! the peak of live heap bytes in this test binary.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc(l);
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-        System.dealloc(p, l)
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
-
-/// One measurement at a time: the counters are global.
-static SERIAL: Mutex<()> = Mutex::new(());
+#[path = "common/peak_heap.rs"]
+mod peak_heap;
 
 /// Peak heap growth (bytes above what was live at the start) of one run.
 fn peak_of(sched: &str, device: &devices::Profile, engine: &str, runtime_ms: u64) -> usize {
@@ -44,18 +16,16 @@ fn peak_of(sched: &str, device: &devices::Profile, engine: &str, runtime_ms: u64
     let mut opts = sim::runner::RunOptions::new(device.clone());
     opts.scheduler = Some(sched.to_string());
     opts.write_logs = false;
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let plan = sim::runner::plan(&input, &opts).unwrap();
-    let report = sim::runner::run(&input, &opts, plan, None).unwrap();
-    let peak = PEAK.load(Ordering::Relaxed);
-    drop(report);
-    peak.saturating_sub(base)
+    peak_heap::peak_during(|| {
+        let plan = sim::runner::plan(&input, &opts).unwrap();
+        sim::runner::run(&input, &opts, plan, None).unwrap()
+    })
+    .0
 }
 
 #[test]
 fn peak_memory_is_flat_in_simulated_time() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = peak_heap::serial();
     let mut failures = Vec::new();
     for device in devices::profiles() {
         for sched in ["none", "mq-deadline", "kyber", "bfq"] {
@@ -86,7 +56,7 @@ fn peak_memory_is_flat_in_simulated_time() {
 /// twice the first plus 16 KiB.
 #[test]
 fn no_slow_leak_per_decision() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = peak_heap::serial();
     let device = devices::Profile {
         name: "ideal-200us".into(),
         about: "ideal device with a fixed 200 us latency".into(),
@@ -124,11 +94,9 @@ fn peak_of_jobs(sched: &str, device: &devices::Profile, numjobs: u32, runtime_ms
     let mut opts = sim::runner::RunOptions::new(device.clone());
     opts.scheduler = Some(sched.to_string());
     opts.write_logs = false;
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let plan = sim::runner::plan(&input, &opts).unwrap();
-    let report = sim::runner::run(&input, &opts, plan, None).unwrap();
-    let peak = PEAK.load(Ordering::Relaxed);
-    drop(report);
-    peak.saturating_sub(base)
+    peak_heap::peak_during(|| {
+        let plan = sim::runner::plan(&input, &opts).unwrap();
+        sim::runner::run(&input, &opts, plan, None).unwrap()
+    })
+    .0
 }

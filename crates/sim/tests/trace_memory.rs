@@ -5,37 +5,11 @@
 
 use sim::trace::replay::{OpenLoop, Placement, ReplaySource, ReplayStream};
 use sim::trace::{self, CheckRules, Format};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write as _;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc(l);
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-        System.dealloc(p, l)
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
-
-static SERIAL: Mutex<()> = Mutex::new(());
+#[path = "common/peak_heap.rs"]
+mod peak_heap;
 
 /// A synthetic MQSim trace: `n` 4 KiB requests 1 µs apart, reads and writes
 /// over 1 GiB.
@@ -54,8 +28,12 @@ fn write_trace(path: &Path, n: u64) {
 /// Peak heap growth of checking and replaying `path` (open loop, `none`, the
 /// ideal device), and the requests the run completed.
 fn peak_of(path: &Path) -> (usize, u64) {
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let (peak, done) = peak_heap::peak_during(|| replay(path));
+    (peak, done)
+}
+
+/// Check and replay `path`; the requests the run completed.
+fn replay(path: &Path) -> u64 {
     let mut o = sim::runner::RunOptions::new(devices::profile("ideal").unwrap());
     o.scheduler = Some("none".into());
     o.write_logs = false;
@@ -93,14 +71,11 @@ fn peak_of(path: &Path) -> (usize, u64) {
     plan.clones[0].io_limit = u64::MAX;
     let report = sim::runner::run(&input, &o, plan, None).unwrap();
     let st = &report.jobs[0].stats;
-    let done = st.dir(sim::stats::Dir::Read).total_ios + st.dir(sim::stats::Dir::Write).total_ios;
-    let peak = PEAK.load(Ordering::Relaxed);
-    drop(report);
-    (peak.saturating_sub(base), done)
+    st.dir(sim::stats::Dir::Read).total_ios + st.dir(sim::stats::Dir::Write).total_ios
 }
 
 fn measure(sizes: &[u64]) {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = peak_heap::serial();
     let dir = tempfile::tempdir().unwrap();
     let mut peaks = Vec::new();
     for &n in sizes {
