@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -34,37 +34,12 @@ const EPERM: u32 = 1;
 const EINVAL: u32 = 22;
 const ENOSPC: u32 = 28;
 
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+#[path = "common/nbd_server.rs"]
+mod nbd_server;
+use nbd_server::Server;
 
 fn serve(args: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iosched"))
-        .args(["serve", "--port", "0", "--status", "0", "--timeout", "120"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start iosched serve");
-    let err = child.stderr.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(err).read_line(&mut line).unwrap();
-    let port = line
-        .split("nbd://127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {line:?}"));
-    Server { child, port }
+    nbd_server::serve_for(120, args)
 }
 
 /// What NBD_OPT_GO gave: size, transmission flags, block sizes (min, preferred, max).

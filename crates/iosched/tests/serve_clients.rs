@@ -4,41 +4,15 @@
 //! (CI installs them: Debian's fio, qemu-utils, libnbd-bin), which makes a missing
 //! client a failure. Everything talks to 127.0.0.1 and is bounded in time.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::io::Read;
+use std::process::{Command, Stdio};
 
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+#[path = "common/nbd_server.rs"]
+mod nbd_server;
+use nbd_server::Server;
 
 fn serve(args: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iosched"))
-        .args(["serve", "--port", "0", "--status", "0", "--timeout", "300"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start iosched serve");
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line
-        .split("nbd://127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {line:?}"));
-    Server { child, port }
+    nbd_server::serve_for(300, args)
 }
 
 /// Whether `tool` runs; if not, skip (or fail when clients are required).
