@@ -98,7 +98,7 @@ def run(
         name = os.fspath(job)
         text = _native.read_job_file(name)
     kw = _sim_kwargs(device, device_file, sched, set, seed, host, host_file, cpus, hz, submit_ns)
-    return json.loads(_native.run_job(text, name, **kw))
+    return json.loads(_native.run_job(text, name, kw))
 
 
 def fio(
@@ -120,7 +120,7 @@ def fio(
     fio's JSON report as Python objects."""
     argv = args.split() if isinstance(args, str) else [str(a) for a in args]
     kw = _sim_kwargs(device, device_file, sched, set, seed, host, host_file, cpus, hz, submit_ns)
-    return json.loads(_native.run_fio(argv, **kw))
+    return json.loads(_native.run_fio(argv, kw))
 
 
 def _toml_value(v: Any) -> str:
@@ -232,31 +232,27 @@ def replay(
     set: Optional[Mapping[str, Any]] = None,
     seed: Optional[int] = None,
     host: Optional[str] = None,
+    host_file: Optional[PathLike] = None,
     cpus: Optional[int] = None,
     hz: int = 250,
+    submit_ns: Optional[int] = None,
 ) -> dict:
     """Replay a block trace or fio iolog (``iosched replay --format FORMAT``:
     blkparse, blktrace, tracefs, msr, mqsim, disksim-ascii, fio) and return
     fio's JSON report as Python objects."""
     with tempfile.TemporaryDirectory(prefix="iosched-replay-") as tmp:
         report = os.path.join(tmp, "report.json")
+        kw = _sim_kwargs(device, device_file, sched, set, seed, host, host_file, cpus, hz, submit_ns)
         _native.replay(
             os.fspath(trace),
             format,
             report,
+            kw,
             iodepth=iodepth,
             time_scale=time_scale,
             sort=sort,
             wrap=wrap,
             ioengine=ioengine,
-            device=device,
-            device_file=None if device_file is None else os.fspath(device_file),
-            sched=sched,
-            set=_settings(set),
-            seed=seed,
-            host=host,
-            cpus=cpus,
-            hz=hz,
         )
         with open(report, encoding="utf-8") as f:
             return json.load(f)

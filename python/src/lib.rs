@@ -11,6 +11,7 @@ use iosched::cmd::sim_opts::{run_options, simulate, SimArgs};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use serde_json::{json, Value};
 
 create_exception!(
@@ -24,32 +25,39 @@ fn to_py(e: anyhow::Error) -> PyErr {
     IoschedError::new_err(format!("{e:#}"))
 }
 
-/// The simulation options of one call, as the command line's `SimArgs`.
-#[allow(clippy::too_many_arguments)]
-fn sim_args(
-    device: Option<String>,
-    device_file: Option<String>,
-    sched: Option<String>,
-    set: Vec<String>,
-    seed: Option<u64>,
-    host: Option<String>,
-    host_file: Option<String>,
-    cpus: Option<u32>,
-    hz: u32,
-    submit_ns: Option<u64>,
-) -> SimArgs {
-    SimArgs {
-        device,
-        device_file,
-        sched,
-        set,
-        seed,
-        hz,
-        cpus,
-        host,
-        host_file,
-        submit_ns,
+/// The simulation options of one call, as the command line's `SimArgs`, from the
+/// dict the Python side builds (`device`, `device_file`, `sched`, `set`, `seed`,
+/// `host`, `host_file`, `cpus`, `hz`, `submit_ns`; `None` values are absent). An
+/// unknown key is an error: it would be an option silently ignored.
+fn sim_args(d: &Bound<'_, PyDict>) -> PyResult<SimArgs> {
+    let mut a = SimArgs {
+        hz: 250,
+        ..SimArgs::default()
+    };
+    for (k, v) in d.iter() {
+        let key: String = k.extract()?;
+        if v.is_none() {
+            continue;
+        }
+        match key.as_str() {
+            "device" => a.device = Some(v.extract()?),
+            "device_file" => a.device_file = Some(v.extract()?),
+            "sched" => a.sched = Some(v.extract()?),
+            "set" => a.set = v.extract()?,
+            "seed" => a.seed = Some(v.extract()?),
+            "host" => a.host = Some(v.extract()?),
+            "host_file" => a.host_file = Some(v.extract()?),
+            "cpus" => a.cpus = Some(v.extract()?),
+            "hz" => a.hz = v.extract()?,
+            "submit_ns" => a.submit_ns = Some(v.extract()?),
+            other => {
+                return Err(IoschedError::new_err(format!(
+                    "unknown simulation option '{other}'"
+                )))
+            }
+        }
     }
+    Ok(a)
 }
 
 fn run_input(input: sim::fio::FioInput, args: &SimArgs) -> Result<String> {
@@ -58,73 +66,24 @@ fn run_input(input: sim::fio::FioInput, args: &SimArgs) -> Result<String> {
     Ok(sim::report::json::to_string(&report))
 }
 
-/// Simulate the fio job file `text` (named `name` in messages); fio's JSON report.
+/// Simulate the fio job file `text` (named `name` in messages) with the
+/// simulation options `sim` ([`sim_args`]); fio's JSON report.
 #[pyfunction]
-#[pyo3(signature = (text, name, device=None, device_file=None, sched=None, set=Vec::new(),
-    seed=None, host=None, host_file=None, cpus=None, hz=250, submit_ns=None))]
-#[allow(clippy::too_many_arguments)]
 fn run_job(
     py: Python<'_>,
     text: String,
     name: String,
-    device: Option<String>,
-    device_file: Option<String>,
-    sched: Option<String>,
-    set: Vec<String>,
-    seed: Option<u64>,
-    host: Option<String>,
-    host_file: Option<String>,
-    cpus: Option<u32>,
-    hz: u32,
-    submit_ns: Option<u64>,
+    sim: &Bound<'_, PyDict>,
 ) -> PyResult<String> {
-    let args = sim_args(
-        device,
-        device_file,
-        sched,
-        set,
-        seed,
-        host,
-        host_file,
-        cpus,
-        hz,
-        submit_ns,
-    );
+    let args = sim_args(sim)?;
     py.allow_threads(|| run_input(sim::fio::parse_job_file(&name, &text)?, &args))
         .map_err(to_py)
 }
 
 /// Simulate a job given as fio command-line arguments; fio's JSON report.
 #[pyfunction]
-#[pyo3(signature = (argv, device=None, device_file=None, sched=None, set=Vec::new(),
-    seed=None, host=None, host_file=None, cpus=None, hz=250, submit_ns=None))]
-#[allow(clippy::too_many_arguments)]
-fn run_fio(
-    py: Python<'_>,
-    argv: Vec<String>,
-    device: Option<String>,
-    device_file: Option<String>,
-    sched: Option<String>,
-    set: Vec<String>,
-    seed: Option<u64>,
-    host: Option<String>,
-    host_file: Option<String>,
-    cpus: Option<u32>,
-    hz: u32,
-    submit_ns: Option<u64>,
-) -> PyResult<String> {
-    let args = sim_args(
-        device,
-        device_file,
-        sched,
-        set,
-        seed,
-        host,
-        host_file,
-        cpus,
-        hz,
-        submit_ns,
-    );
+fn run_fio(py: Python<'_>, argv: Vec<String>, sim: &Bound<'_, PyDict>) -> PyResult<String> {
+    let args = sim_args(sim)?;
     py.allow_threads(|| run_input(sim::fio::parse_command_line(&argv)?, &args))
         .map_err(to_py)
 }
@@ -165,30 +124,23 @@ fn sweep_merge(py: Python<'_>, out: String, dirs: Vec<String>) -> PyResult<()> {
 }
 
 /// `iosched replay --format FORMAT TRACE ...` with a JSON report, written to
-/// `report` (the command writes its report to a file; the caller reads it).
+/// `report` (the command writes its report to a file; the caller reads it), with
+/// the simulation options `sim` ([`sim_args`]).
 #[pyfunction]
-#[pyo3(signature = (trace, format, report, iodepth=None, time_scale=None, sort=false,
-    wrap=false, ioengine="libaio".to_string(), device=None, device_file=None, sched=None,
-    set=Vec::new(), seed=None, host=None, cpus=None, hz=250))]
+#[pyo3(signature = (trace, format, report, sim, iodepth=None, time_scale=None, sort=false,
+    wrap=false, ioengine="libaio".to_string()))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
     trace: String,
     format: String,
     report: String,
+    sim: &Bound<'_, PyDict>,
     iodepth: Option<u32>,
     time_scale: Option<f64>,
     sort: bool,
     wrap: bool,
     ioengine: String,
-    device: Option<String>,
-    device_file: Option<String>,
-    sched: Option<String>,
-    set: Vec<String>,
-    seed: Option<u64>,
-    host: Option<String>,
-    cpus: Option<u32>,
-    hz: u32,
 ) -> PyResult<()> {
     let args = iosched::cmd::replay::Args {
         format,
@@ -202,18 +154,7 @@ fn replay(
         output: Some(report),
         write_lat_log: None,
         plot: None,
-        sim: sim_args(
-            device,
-            device_file,
-            sched,
-            set,
-            seed,
-            host,
-            None,
-            cpus,
-            hz,
-            None,
-        ),
+        sim: sim_args(sim)?,
     };
     py.allow_threads(|| iosched::cmd::replay::run(args))
         .map_err(to_py)

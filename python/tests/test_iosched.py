@@ -61,6 +61,9 @@ def test_errors_are_exceptions_with_the_command_lines_message(tmp_path):
         iosched.run(JOB, device="no-such-device")
     with pytest.raises(iosched.IoschedError, match="cannot read job file"):
         iosched.run(tmp_path / "missing.fio")
+    # The native layer refuses an option it does not know rather than ignore it.
+    with pytest.raises(iosched.IoschedError, match="unknown simulation option 'bogus'"):
+        iosched._native.run_fio(["--name=r", "--size=1m"], {"bogus": 1})
 
 
 def test_runs_release_the_interpreter_lock():
@@ -120,6 +123,12 @@ def test_replay_devices_and_schedulers():
     trace = ROOT / "crates" / "sim" / "tests" / "data" / "traces" / "sample.blkparse"
     r = iosched.replay(trace, "blkparse", device="ssd-sata", sched="bfq")
     assert r["jobs"][0]["read"]["total_ios"] + r["jobs"][0]["write"]["total_ios"] > 0
+    c = cli("replay", "--format", "blkparse", str(trace), "--device", "ssd-sata",
+            "--sched", "bfq", "--host", "free", "--submit-ns", "0", "--output-format=json")
+    assert c.returncode == 0, c.stderr
+    r = iosched.replay(trace, "blkparse", device="ssd-sata", sched="bfq", host="free", submit_ns=0)
+    mine = json.loads(c.stdout)["jobs"][0]["read"]
+    assert r["jobs"][0]["read"]["clat_ns"] == mine["clat_ns"]
     names = {d["name"] for d in iosched.devices()}
     assert {"hdd-7200", "nvme-gen4", "ideal"} <= names
     s = {x["name"]: x for x in iosched.schedulers()}
