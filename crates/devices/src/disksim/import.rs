@@ -540,6 +540,18 @@ pub fn import(parv: &Path) -> Result<Imported, DiskSimError> {
         segment_sectors: d.int("Segment size (in blks)", 1, 1 << 24)? as u32,
         read_cache: d.int("Enable caching in buffer", 0, 2)? != 0,
         separate_write_segment: d.flag("Use separate write segment")?,
+        write_segments: match d.opt("Maximum number of write segments") {
+            Some(_) => d.int("Maximum number of write segments", 1, 4096)? as u32,
+            None => 1,
+        },
+        read_any_free_blocks: match d.opt("Read any free blocks") {
+            Some(_) => d.flag("Read any free blocks")?,
+            None => false,
+        },
+        read_hits_on_write_data: match d.opt("Allow read hits on write data") {
+            Some(_) => d.flag("Allow read hits on write data")?,
+            None => true,
+        },
         read_ahead_mode: d.int("Buffer continuous read", 0, 4)? as u32,
         max_read_ahead: d.int("Maximum read-ahead (blks)", 0, 1 << 24)? as u32,
         read_ahead_over_requested: d.int("Read-ahead over requested", -1, 1)? == 1,

@@ -219,6 +219,17 @@ pub struct TableParams {
     pub read_cache: bool,
     /// One segment is reserved for write data.
     pub separate_write_segment: bool,
+    /// Segments that may hold write data at once (DiskSim's "Maximum number of
+    /// write segments"): a fast write waits for a free one, not for the media.
+    pub write_segments: u32,
+    /// Blocks of the request's first track that pass under the head before its
+    /// first block are read into the segment too (DiskSim's "Read any free
+    /// blocks").
+    pub read_any_free_blocks: bool,
+    /// Reads may hit data a write left in the buffer (DiskSim's "Allow read hits on
+    /// write data"); when false, written data is in the buffer only until it is on
+    /// the media and never serves a read.
+    pub read_hits_on_write_data: bool,
     /// Read-ahead: 0 none, 1 track end, 2 cylinder end, 3 segment full, 4 next track end.
     pub read_ahead_mode: u32,
     /// Maximum read-ahead, sectors.
@@ -451,6 +462,9 @@ impl TableParams {
             segment_sectors: d.int("segment_sectors", 1, 1 << 24)? as u32,
             read_cache: d.bool("read_cache")?,
             separate_write_segment: d.bool("separate_write_segment")?,
+            read_hits_on_write_data: d.bool_or("read_hits_on_write_data", true)?,
+            write_segments: d.int_or("write_segments", 1, 4096, 1)? as u32,
+            read_any_free_blocks: d.bool_or("read_any_free_blocks", false)?,
             read_ahead_mode: d.int("read_ahead_mode", 0, 4)? as u32,
             max_read_ahead: d.int("max_read_ahead_sectors", 0, 1 << 24)? as u32,
             read_ahead_over_requested: d.bool("read_ahead_over_requested")?,
@@ -614,6 +628,15 @@ impl TableParams {
         kv(
             "separate_write_segment",
             self.separate_write_segment.to_string(),
+        );
+        kv(
+            "read_hits_on_write_data",
+            self.read_hits_on_write_data.to_string(),
+        );
+        kv("write_segments", self.write_segments.to_string());
+        kv(
+            "read_any_free_blocks",
+            self.read_any_free_blocks.to_string(),
         );
         kv("read_ahead_mode", self.read_ahead_mode.to_string());
         kv("max_read_ahead_sectors", self.max_read_ahead.to_string());
@@ -787,6 +810,8 @@ struct Seg {
     start: u64,
     end: u64,
     lru: u64,
+    /// Write data that reads may not hit (`read_hits_on_write_data = false`).
+    write_only: bool,
 }
 
 /// The read-ahead (or the read) the head is doing: sector `first + i` is in the buffer
@@ -833,6 +858,8 @@ pub struct TableDisk {
     head: u32,
     /// The mechanism is busy (background write) until then.
     mech_free: f64,
+    /// When each buffered (fast) write is on the media, ascending.
+    dirty: VecDeque<f64>,
     last_write: bool,
     /// One past the last block of the previous command, if it was a write.
     last_write_end: Option<u64>,
@@ -873,6 +900,7 @@ impl TableDisk {
             cyl: 0,
             head: 0,
             mech_free: 0.0,
+            dirty: VecDeque::new(),
             last_write: false,
             last_write_end: None,
             lru: 0,
@@ -1051,6 +1079,9 @@ impl TableDisk {
 
     fn seg_valid(&self, i: usize, t: f64) -> (u64, u64) {
         let s = self.segs[i];
+        if s.write_only {
+            return (s.start, s.start);
+        }
         match &self.stream {
             Some(st) if st.seg == i => {
                 let e = st.valid_end(t).max(s.start);
@@ -1274,13 +1305,21 @@ impl TableDisk {
                 )
             };
             avail = times[..n as usize].to_vec();
+            let before = if p.read_any_free_blocks && !p.immediate_read && p.read_cache {
+                let arrive = start + self.move_time(self.cyl, self.head, &p0, false);
+                let room = (p.segment_sectors as u64).saturating_sub(limit - lbn);
+                self.free_blocks_before(lbn, arrive, room)
+            } else {
+                0
+            };
             let i = self.lru_seg(false);
-            self.invalidate(lbn, limit);
+            self.invalidate(lbn - before, limit);
             self.lru += 1;
             self.segs[i] = Seg {
-                start: lbn,
+                start: lbn - before,
                 end: lbn,
                 lru: self.lru,
+                write_only: false,
             };
             if p.read_cache {
                 self.stream = Some(Stream {
@@ -1340,8 +1379,9 @@ impl TableDisk {
         let n = end - lbn;
         let bus = p.bus_write_ms;
         let fast = p.fast_write > 0;
-        // A write needs the (single) write buffer: wait for a background write.
-        let t = if fast { t.max(self.mech_free) } else { t };
+        // A fast write needs a write segment: wait until fewer than
+        // `write_segments` buffered writes are still to reach the media.
+        let t = if fast { self.write_segment_free(t) } else { t };
         let ohv = if ewd {
             p.extradisc_command_ms
         } else if fast {
@@ -1390,7 +1430,11 @@ impl TableDisk {
         self.head = h;
         let media_done = times[times.len() - 1];
         self.mech_free = media_done;
-        // The written data stays in a segment, readable.
+        if fast {
+            self.dirty.push_back(media_done);
+        }
+        // The written data stays in a segment (readable unless the drive allows no
+        // read hits on write data).
         self.invalidate(lbn, end);
         let i = self.lru_seg(true);
         self.lru += 1;
@@ -1398,6 +1442,7 @@ impl TableDisk {
             start: lbn,
             end,
             lru: self.lru,
+            write_only: !p.read_hits_on_write_data,
         };
         let done = if fast {
             bus_start + n as f64 * bus + self.oh(p.write_complete_ms)
@@ -1417,6 +1462,30 @@ impl TableDisk {
             done_ms: done,
             hit: fast,
         }
+    }
+
+    /// When, from `t`, a write segment is free for a fast write.
+    fn write_segment_free(&mut self, t: f64) -> f64 {
+        while self.dirty.front().is_some_and(|&d| d <= t) {
+            self.dirty.pop_front();
+        }
+        let w = self.p.write_segments.max(1) as usize;
+        if self.dirty.len() >= w {
+            t.max(self.dirty[self.dirty.len() - w])
+        } else {
+            t
+        }
+    }
+
+    /// Blocks just before `lbn` on its track that pass under the head between its
+    /// arrival at `arrive` and the start of `lbn` ("Read any free blocks"), at
+    /// most `cap`.
+    fn free_blocks_before(&self, lbn: u64, arrive: f64, cap: u64) -> u64 {
+        let p0 = self.geo.locate(lbn);
+        let wait = self.rot_wait(arrive, p0.angle);
+        let passing = ((wait + EPS) / p0.sector_ms).floor() as u64;
+        let (track_start, _) = self.track_bounds(lbn);
+        passing.min(lbn - track_start).min(cap)
     }
 
     /// The instant (ns) a queued command whose service starts at `start_ms` is
