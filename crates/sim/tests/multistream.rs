@@ -60,11 +60,20 @@ fn streams_are_served_from_read_ahead_under_every_scheduler() {
                 let v = per_stream(&run(n, bs, sched, hdd()));
                 let total: f64 = v.iter().sum();
                 eprintln!("{bs} {sched} {n}: total {total:.1} MB/s (one stream {one:.1}), per stream {v:.1?}");
-                assert!(total >= 0.5 * one, "{bs} {sched} {n}: {total:.1} of {one:.1}");
-                assert!(total <= 1.05 * one, "{bs} {sched} {n}: {total:.1} of {one:.1}");
+                assert!(
+                    total >= 0.5 * one,
+                    "{bs} {sched} {n}: {total:.1} of {one:.1}"
+                );
+                assert!(
+                    total <= 1.05 * one,
+                    "{bs} {sched} {n}: {total:.1} of {one:.1}"
+                );
                 let fair = total / n as f64;
                 for (i, s) in v.iter().enumerate() {
-                    assert!(*s >= 0.25 * fair, "{bs} {sched} {n}: stream {i} {s:.1} of {fair:.1}");
+                    assert!(
+                        *s >= 0.25 * fair,
+                        "{bs} {sched} {n}: stream {i} {s:.1} of {fair:.1}"
+                    );
                 }
             }
         }

@@ -177,7 +177,10 @@ fn skew_units(r: &mut Rd, default: Units) -> Result<Units, DiskSimError> {
         Val::Word(w, _) if w == "revolutions" => Ok(Units::Revolutions),
         v => Err(DiskSimError::at(
             v.loc(),
-            format!("'Skew units' must be sectors or revolutions, got {}", v.brief()),
+            format!(
+                "'Skew units' must be sectors or revolutions, got {}",
+                v.brief()
+            ),
         )),
     }
 }

@@ -256,7 +256,11 @@ impl Layout {
                 let mut cyl = q / per;
                 let mut r = q % per;
                 // Data of a cylinder starts after its spares with schemes 5 and 6.
-                let off = if matches!(self.sparing, 5 | 6) { spares } else { 0 };
+                let off = if matches!(self.sparing, 5 | 6) {
+                    spares
+                } else {
+                    0
+                };
                 let first = cyl * bpc + off;
                 let mut n = 0;
                 for &s in &z.slips {

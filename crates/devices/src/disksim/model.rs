@@ -307,8 +307,7 @@ impl TableParams {
                     "expected pairs: defective replacement defective replacement ...",
                 ));
             }
-            let defects: Vec<(u64, u64)> =
-                defect_nums.chunks(2).map(|c| (c[0], c[1])).collect();
+            let defects: Vec<(u64, u64)> = defect_nums.chunks(2).map(|c| (c[0], c[1])).collect();
             let zone = TableZone {
                 first_cyl: nums[0] as u32,
                 last_cyl: nums[1] as u32,
@@ -785,14 +784,7 @@ impl Geo {
                 defects: z.defects.clone(),
             })
             .collect();
-        let lay = Layout::new(
-            &specs,
-            p.heads,
-            p.sparing,
-            p.mapping,
-            p.range_size,
-            p.rpm,
-        );
+        let lay = Layout::new(&specs, p.heads, p.sparing, p.mapping, p.range_size, p.rpm);
         Geo {
             total: lay.total(),
             lay,
