@@ -38,7 +38,9 @@
 //! 2 and 5 a cylinder's spares take its slips (DiskSim's `g1_ltop_sectpercylspare`
 //! moves a block pushed past the last data slot to the next cylinder, onto the
 //! sector of that cylinder's first block); slips are
-//! taken in ascending order (DiskSim counts them in list order); a scheme-8
+//! taken in ascending order (DiskSim counts them in list order); scheme 3's
+//! slip-pushed skew counts earlier tracks in block order (DiskSim uses the physical
+//! surface, the same for mapping 0); a scheme-8
 //! replacement is a zone index like every other scheme's (DiskSim keeps only its
 //! offset inside the range).
 
