@@ -108,6 +108,11 @@ pub struct HddParams {
     pub segment_kib: u32,
     /// How far the drive reads ahead after a read, KiB.
     pub read_ahead_kib: u32,
+    /// Minimum prefetch of a sequential stream, KiB: after a read that continues a
+    /// segment, the drive reads at least this far ahead before it moves the head
+    /// for another command (the SCSI caching page's "Minimum Pre-fetch"; 0: the
+    /// read-ahead stops as soon as another command needs the head).
+    pub min_prefetch_kib: u32,
     /// Volatile write cache enabled.
     pub write_cache: bool,
     /// Write buffer size, KiB.
@@ -145,6 +150,7 @@ impl HddParams {
             cache_segments: d.int("cache_segments", 1, 1024)? as u32,
             segment_kib: d.int("segment_kib", 4, 1 << 20)? as u32,
             read_ahead_kib: d.int("read_ahead_kib", 0, 1 << 20)? as u32,
+            min_prefetch_kib: d.int_or("min_prefetch_kib", 0, 1 << 20, 0)? as u32,
             write_cache: d.bool("write_cache")?,
             write_cache_kib: d.int("write_cache_kib", 0, 1 << 22)? as u32,
             write_cache_extents: d.int("write_cache_extents", 0, 65_536)? as u32,
@@ -190,6 +196,9 @@ impl HddParams {
         }
         if p.segment_kib < p.read_ahead_kib {
             return Err(d.err("read_ahead_kib", "must not exceed segment_kib"));
+        }
+        if p.min_prefetch_kib > p.read_ahead_kib {
+            return Err(d.err("min_prefetch_kib", "must not exceed read_ahead_kib"));
         }
         Ok(p)
     }
@@ -288,6 +297,12 @@ impl HddParams {
                 "KiB",
                 self.read_ahead_kib,
                 "read-ahead after a media read",
+            ),
+            row(
+                "min_prefetch_kib",
+                "KiB",
+                self.min_prefetch_kib,
+                "read ahead before the head leaves a sequential stream",
             ),
             row(
                 "write_cache",
@@ -622,6 +637,8 @@ enum Work {
     Stream(Cmd),
     /// Writing back `n` sectors from the write buffer.
     Destage(u32),
+    /// Finishing a sequential stream's minimum prefetch before the head moves.
+    Prefetch,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -640,6 +657,9 @@ struct Stream {
     pos: u64,
     limit: u64,
     ns_per_sector: f64,
+    /// The head stays on the stream until it has read this far (minimum prefetch of
+    /// a sequential stream).
+    hold: u64,
 }
 
 impl Stream {
@@ -866,14 +886,22 @@ impl Hdd {
     }
 
     /// Put `[lba, end)` into a segment and start reading ahead from `end` at `t`.
+    /// A read that starts where a segment ends continues that segment's stream: it
+    /// reuses the segment (one segment per stream) and is a detected sequential
+    /// stream, which gets its minimum prefetch.
     fn start_stream(&mut self, lba: u64, end: u64, t: Ns) {
-        let i = self
+        let follows = self
             .segments
             .iter()
-            .enumerate()
-            .min_by_key(|(_, s)| s.lru)
-            .map(|(i, _)| i)
-            .unwrap_or(0);
+            .position(|s| s.end > s.start && s.end == lba);
+        let i = follows.unwrap_or_else(|| {
+            self.segments
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.lru)
+                .map(|(i, _)| i)
+                .unwrap_or(0)
+        });
         self.lru_clock += 1;
         self.segments[i] = Segment {
             start: lba,
@@ -881,15 +909,33 @@ impl Hdd {
             lru: self.lru_clock,
         };
         let limit = (end + self.p.read_ahead_kib as u64 * 2).min(self.geo.total_sectors);
+        let hold = if follows.is_some() {
+            self.prefetch_hold(end, limit)
+        } else {
+            end
+        };
         self.stream = Some(Stream {
             seg: i,
             t0: t,
             pos: end,
             limit,
+            hold,
             ns_per_sector: self
                 .geo
                 .stream_ns_per_sector(self.geo.locate(end.min(self.geo.total_sectors - 1)).zone),
         });
+    }
+
+    /// How far a sequential stream whose request ends at `end` must be read before
+    /// the head may leave it.
+    fn prefetch_hold(&self, end: u64, limit: u64) -> u64 {
+        (end + self.p.min_prefetch_kib as u64 * 2).min(limit)
+    }
+
+    /// The stream's minimum prefetch is still running at `t`: when it is done.
+    fn prefetch_pending(&self, t: Ns) -> Option<Ns> {
+        let st = self.stream.as_ref()?;
+        (st.valid_end(t) < st.hold).then(|| st.ready_at(st.hold))
     }
 
     /// Does `c` continue the read-ahead stream?
@@ -1024,6 +1070,15 @@ impl Hdd {
         let Some((_, i, is_destage)) = best else {
             return false;
         };
+        let leaves = is_destage || !self.continues_stream(&self.queue[i]);
+        if leaves {
+            if let Some(until) = self.prefetch_pending(t) {
+                // A detected sequential stream keeps the head until its minimum
+                // prefetch is in; the chosen command is priced again then.
+                self.busy = Some((until.max(t.add(1)), Work::Prefetch));
+                return true;
+            }
+        }
         if is_destage {
             let e = self.dirty.remove(&(i as u64)).expect("destage candidate");
             self.dirty_sectors -= e.n as u64;
@@ -1045,6 +1100,8 @@ impl Hdd {
             st.limit = st
                 .limit
                 .max((end + self.p.read_ahead_kib as u64 * 2).min(self.geo.total_sectors));
+            let hold = (end + self.p.min_prefetch_kib as u64 * 2).min(st.limit);
+            st.hold = st.hold.max(hold);
             let ready = st.ready_at(end).max(t);
             self.busy = Some((ready, Work::Stream(c)));
             return true;
@@ -1081,6 +1138,7 @@ impl Hdd {
                 let at = self.serve_from_cache(t, c.n);
                 self.complete(at, c.id);
             }
+            Work::Prefetch => {}
             Work::Destage(n) => {
                 self.destaging -= n as u64;
                 self.destage_range = (0, 0);

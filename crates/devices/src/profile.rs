@@ -253,6 +253,16 @@ impl Doc {
         }
     }
 
+    /// An optional boolean field (`default` when absent).
+    pub fn bool_or(&mut self, key: &str, default: bool) -> Result<bool, ProfileError> {
+        if self.entries.iter().any(|(k, _, _)| k == key) {
+            self.bool(key)
+        } else {
+            self.used.insert(key.to_string());
+            Ok(default)
+        }
+    }
+
     /// An integer field within `lo..=hi`.
     pub fn int(&mut self, key: &str, lo: u64, hi: u64) -> Result<u64, ProfileError> {
         let v = match self.required(key)? {

@@ -263,3 +263,178 @@ fn track_end_read_ahead_starts_on_the_track_after_the_request() {
     let past = d.serve(within.done_ms + 50.0, false, 4_100, 10);
     assert!(!past.hit, "read-ahead stopped at the track end");
 }
+
+/// The small drive with `specs_edits` applied to its disk block and `model_edits` to
+/// its model.
+fn variant(tag: &str, specs_edits: &[(&str, &str)], model_edits: &[(&str, &str)]) -> PathBuf {
+    let mut specs = SPECS.to_string();
+    for (a, b) in specs_edits {
+        assert!(specs.contains(a), "{a}");
+        specs = specs.replace(a, b);
+    }
+    let mut model = MODEL.to_string();
+    for (a, b) in model_edits {
+        assert!(model.contains(a), "{a}");
+        model = model.replace(a, b);
+    }
+    drive(tag, PARV, &specs, &model, SEEK)
+}
+
+/// Mapping scheme 1 (serpentine), sparing scheme 9 with a remapped defect, and
+/// skews in revolutions, imported and written out as a profile that reads back the
+/// same.
+#[test]
+fn imports_serpentine_layout_with_defects_and_revolution_skews() {
+    let p = variant(
+        "serp",
+        &[],
+        &[
+            (
+                "LBN-to-PBN mapping scheme = 0",
+                "LBN-to-PBN mapping scheme = 1",
+            ),
+            ("Sparing scheme used = 0", "Sparing scheme used = 9"),
+            ("Block count = 20000", "Block count = 19990"),
+            ("Number of spares = 0", "Number of spares = 10"),
+            ("defects = []", "defects = [ 5, 19995 ]"),
+            (
+                "Skew for track switch = 5,",
+                "Skew units = revolutions,\n            Skew for track switch = 0.05,",
+            ),
+            (
+                "Skew for cylinder switch = 10,",
+                "Skew for cylinder switch = 0.1,",
+            ),
+        ],
+    );
+    let imp = import(&p).unwrap();
+    assert_eq!(imp.params.mapping, 1);
+    assert_eq!(imp.params.zones[0].defects, vec![(5, 19995)]);
+    assert_eq!(
+        imp.params.zones[0].track_skew, 5.0,
+        "0.05 rev of 100 sectors"
+    );
+    let d = TableDisk::new("t", imp.params.clone());
+    assert_eq!(d.layout_sectors(), 19990);
+    // Block 200 starts cylinder 1, which runs from surface 1 back to surface 0: one
+    // track switch (5) and one cylinder switch (10) of skew.
+    let b = d.locate(200);
+    assert_eq!((b.cyl, b.head), (1, 1));
+    assert!((b.angle - 0.15).abs() < 1e-9, "{}", b.angle);
+    assert_eq!(d.locate(300).head, 0);
+    // Block 5 sits on the replacement of defective sector 5: zone sector 19995 is
+    // cylinder 99, surface 1 (in block order; odd cylinder: physical surface 0),
+    // sector 95.
+    let r = d.locate(5);
+    assert_eq!((r.cyl, r.head), (99, 0));
+    let text = imp.to_toml();
+    let back = devices::parse_profile("x.toml", &text, &|_| None).unwrap();
+    match back.kind {
+        devices::ProfileKind::HddTable(t) => assert_eq!(*t, imp.params),
+        _ => panic!("not an hdd-table profile"),
+    }
+}
+
+#[test]
+fn layout_errors_name_file_and_line() {
+    let model = MODEL.replace("defects = []", "defects = [ 5 ]");
+    bad("def", PARV, SPECS, &model, SEEK, "t.model", 20, "pairs");
+    let model = MODEL.replace(
+        "LBN-to-PBN mapping scheme = 0",
+        "LBN-to-PBN mapping scheme = 3",
+    );
+    bad(
+        "map",
+        PARV,
+        SPECS,
+        &model,
+        SEEK,
+        "t.model",
+        6,
+        "integer from 0 to 2",
+    );
+    let model = MODEL.replace("slips = [],", "slips = [ 1.5 ],");
+    bad("slip", PARV, SPECS, &model, SEEK, "t.model", 19, "whole");
+}
+
+/// "Allow read hits on write data = 0": written blocks are not read from the buffer.
+#[test]
+fn read_hits_on_write_data_follow_the_parameter() {
+    for (allow, hit) in [("1", true), ("0", false)] {
+        let p = variant(
+            &format!("rhw{allow}"),
+            &[(
+                "Never disconnect = 0",
+                &format!("Never disconnect = 0,\n   Allow read hits on write data = {allow}"),
+            )],
+            &[],
+        );
+        let mut d = TableDisk::new("t", import(&p).unwrap().params);
+        let w = d.serve(0.0, true, 5_000, 8);
+        let r = d.serve(w.done_ms + 50.0, false, 5_000, 8);
+        assert_eq!(r.hit, hit, "allow = {allow}");
+    }
+}
+
+/// "Maximum number of write segments": with fast writes, a second write at another
+/// place completes after its command and data (0.3 + 8 × 0.1 ms) when a second write
+/// segment is free, and only after the first write reached the media when not.
+#[test]
+fn write_segments_let_fast_writes_overlap_the_media() {
+    let mut got = Vec::new();
+    for segs in [1, 2] {
+        let p = variant(
+            &format!("ws{segs}"),
+            &[
+                ("Fast write level = 0", "Fast write level = 2"),
+                (
+                    "Never disconnect = 0",
+                    &format!("Never disconnect = 0,\n   Maximum number of write segments = {segs}"),
+                ),
+            ],
+            &[],
+        );
+        let mut d = TableDisk::new("t", import(&p).unwrap().params);
+        let w1 = d.serve(0.0, true, 1_000, 8);
+        let at = w1.done_ms + 0.01;
+        let w2 = d.serve(at, true, 15_000, 8);
+        got.push(w2.done_ms - at);
+    }
+    assert!((got[1] - 1.1).abs() < 1e-6, "two segments: {got:?}");
+    assert!(got[0] > 2.0, "one segment waits for the media: {got:?}");
+}
+
+/// "Read any free blocks": the blocks of the first track that pass under the head
+/// while it waits for the request go into the segment. Worked by hand: the read of
+/// block 4050 (cylinder 20, angle 0.50: 20 track switches × 5 + 20 cylinders × 10 +
+/// 50 sectors) starts after the 0.2 ms read-miss overhead and a 2.337 ms seek
+/// (10 → 99 cylinders: 2.0 + 10/89 × 3.0) at angle 0.2537, so 24 sectors pass before
+/// it; the segment has room for 64 − 42 (request and read-ahead) = 22 of them.
+#[test]
+fn read_any_free_blocks_caches_the_sectors_before_the_request() {
+    let on = variant(
+        "free1",
+        &[(
+            "Never disconnect = 0",
+            "Never disconnect = 0,\n   Read any free blocks = 1",
+        )],
+        &[],
+    );
+    let params = import(&on).unwrap().params;
+    let mut d = TableDisk::new("t", params.clone());
+    let first = d.serve(0.0, false, 4_050, 10);
+    assert!(!first.hit);
+    assert!(d.serve(first.done_ms + 50.0, false, 4_028, 22).hit);
+    let mut d = TableDisk::new("t", params);
+    let first = d.serve(0.0, false, 4_050, 10);
+    assert!(!d.serve(first.done_ms + 50.0, false, 4_027, 1).hit);
+    // Without it, not even the block just before the request is kept.
+    let mut d = TableDisk::new(
+        "t",
+        import(&drive("free0", PARV, SPECS, MODEL, SEEK))
+            .unwrap()
+            .params,
+    );
+    let first = d.serve(0.0, false, 4_050, 10);
+    assert!(!d.serve(first.done_ms + 50.0, false, 4_049, 1).hit);
+}

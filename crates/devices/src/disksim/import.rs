@@ -143,6 +143,48 @@ fn list_nums(p: &Param) -> Result<Vec<f64>, DiskSimError> {
     }
 }
 
+/// A list of whole non-negative numbers (slips, defects).
+fn whole_list(p: &Param) -> Result<Vec<u64>, DiskSimError> {
+    list_nums(p)?
+        .into_iter()
+        .map(|x| {
+            if x < 0.0 || x.fract() != 0.0 || x > (1u64 << 48) as f64 {
+                Err(DiskSimError::at(
+                    &p.loc,
+                    format!("'{}': {x} is not a whole non-negative number", p.key),
+                ))
+            } else {
+                Ok(x as u64)
+            }
+        })
+        .collect()
+}
+
+/// The unit of a layout's or zone's angles (`Skew units`; DiskSim's default is
+/// sectors).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Units {
+    Sectors,
+    Revolutions,
+}
+
+fn skew_units(r: &mut Rd, default: Units) -> Result<Units, DiskSimError> {
+    let Some(p) = r.opt("Skew units") else {
+        return Ok(default);
+    };
+    match &p.val {
+        Val::Word(w, _) if w == "sectors" => Ok(Units::Sectors),
+        Val::Word(w, _) if w == "revolutions" => Ok(Units::Revolutions),
+        v => Err(DiskSimError::at(
+            v.loc(),
+            format!(
+                "'Skew units' must be sectors or revolutions, got {}",
+                v.brief()
+            ),
+        )),
+    }
+}
+
 /// A block-valued parameter (inline, or `source FILE` holding a block of `kind`).
 fn sub_block(p: &Param, base: &Path, kind: &str) -> Result<Block, DiskSimError> {
     match &p.val {
@@ -285,14 +327,8 @@ pub fn import(parv: &Path) -> Result<Imported, DiskSimError> {
         ));
     }
     let mut l = Rd::new(&lay);
-    let mapping = l.int("LBN-to-PBN mapping scheme", 0, 10)?;
-    if mapping != 0 {
-        let p = l.param("LBN-to-PBN mapping scheme")?;
-        return Err(DiskSimError::at(
-            &p.loc,
-            format!("LBN-to-PBN mapping scheme {mapping} is not supported (only 0, normal)"),
-        ));
-    }
+    let mapping = l.int("LBN-to-PBN mapping scheme", 0, 2)? as u32;
+    let units = skew_units(&mut l, Units::Sectors)?;
     let sparing = l.int("Sparing scheme used", 0, 10)? as u32;
     let range_size = l.int("Rangesize for sparing", 1, 1_000_000)? as u32;
     let zones_p = l.param("Zones")?;
@@ -315,18 +351,32 @@ pub fn import(parv: &Path) -> Result<Imported, DiskSimError> {
         // DiskSim tolerates a last zone ending one past the cylinder count.
         let last_cyl = z.int("Last cylinder number", first_cyl as i64, cylinders as i64)? as u32;
         let slips = match z.opt("slips") {
-            Some(p) => list_nums(p)?.into_iter().map(|x| x as u64).collect(),
+            Some(p) => whole_list(p)?,
             None => Vec::new(),
         };
-        if let Some(p) = z.opt("defects") {
-            if !list_nums(p)?.is_empty() {
-                unused.push(format!(
-                    "{}: defects = {} (remapped sectors are not modelled)",
-                    p.loc,
-                    p.val.brief()
-                ));
+        let defects = match z.opt("defects") {
+            Some(p) => {
+                let v = whole_list(p)?;
+                if v.len() % 2 != 0 {
+                    return Err(DiskSimError::at(
+                        &p.loc,
+                        "defects must be pairs: defective location, replacement",
+                    ));
+                }
+                v.chunks(2).map(|c| (c[0], c[1])).collect()
             }
-        }
+            None => Vec::new(),
+        };
+        let zunits = skew_units(&mut z, units)?;
+        let spt = z.int("Blocks per track", 1, 1_000_000)? as u32;
+        let angle = |z: &mut Rd, key: &str| -> Result<f64, DiskSimError> {
+            let v = z.nonneg(key)?;
+            Ok(match zunits {
+                // DiskSim keeps whole sectors (`(int)d * sector_width`).
+                Units::Sectors => v.trunc(),
+                Units::Revolutions => v * spt as f64,
+            })
+        };
         if let Some(prev) = zones.last() {
             let prev: &TableZone = prev;
             if first_cyl <= prev.last_cyl {
@@ -340,13 +390,14 @@ pub fn import(parv: &Path) -> Result<Imported, DiskSimError> {
         zones.push(TableZone {
             first_cyl,
             last_cyl,
-            spt: z.int("Blocks per track", 1, 1_000_000)? as u32,
-            first_offset: z.nonneg("Offset of first block")?,
+            spt,
+            first_offset: angle(&mut z, "Offset of first block")?,
             front: z.int("Empty space at zone front", 0, 1 << 40)? as u64,
-            track_skew: z.nonneg("Skew for track switch")?,
-            cyl_skew: z.nonneg("Skew for cylinder switch")?,
+            track_skew: angle(&mut z, "Skew for track switch")?,
+            cyl_skew: angle(&mut z, "Skew for cylinder switch")?,
             spares: z.int("Number of spares", 0, 1 << 30)? as u32,
             slips,
+            defects,
         });
         z.unused(&mut unused);
     }
@@ -428,6 +479,7 @@ pub fn import(parv: &Path) -> Result<Imported, DiskSimError> {
         cylinders,
         rpm,
         sparing,
+        mapping,
         range_size,
         zones,
         seek,
@@ -491,6 +543,18 @@ pub fn import(parv: &Path) -> Result<Imported, DiskSimError> {
         segment_sectors: d.int("Segment size (in blks)", 1, 1 << 24)? as u32,
         read_cache: d.int("Enable caching in buffer", 0, 2)? != 0,
         separate_write_segment: d.flag("Use separate write segment")?,
+        write_segments: match d.opt("Maximum number of write segments") {
+            Some(_) => d.int("Maximum number of write segments", 1, 4096)? as u32,
+            None => 1,
+        },
+        read_any_free_blocks: match d.opt("Read any free blocks") {
+            Some(_) => d.flag("Read any free blocks")?,
+            None => false,
+        },
+        read_hits_on_write_data: match d.opt("Allow read hits on write data") {
+            Some(_) => d.flag("Allow read hits on write data")?,
+            None => true,
+        },
         read_ahead_mode: d.int("Buffer continuous read", 0, 4)? as u32,
         max_read_ahead: d.int("Maximum read-ahead (blks)", 0, 1 << 24)? as u32,
         read_ahead_over_requested: d.int("Read-ahead over requested", -1, 1)? == 1,

@@ -5,6 +5,7 @@
 
 pub mod demerit;
 pub mod import;
+pub mod layout;
 pub mod model;
 pub mod params;
 pub mod trace;

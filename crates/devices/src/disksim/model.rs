@@ -40,6 +40,9 @@ use blk::mq::{Driver, QueueRqStatus};
 use blk::{Ns, Op, Request, RqId};
 use std::collections::VecDeque;
 
+pub use super::layout::Pos;
+use super::layout::{Layout, ZoneSpec};
+
 /// One zone of the layout.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableZone {
@@ -61,6 +64,9 @@ pub struct TableZone {
     pub spares: u32,
     /// Slipped sectors (or tracks, with track sparing), zone-relative physical index.
     pub slips: Vec<u64>,
+    /// Remapped defects (defective, replacement), zone-relative physical sectors
+    /// (tracks, with track sparing).
+    pub defects: Vec<(u64, u64)>,
 }
 
 /// Seek time model.
@@ -144,6 +150,9 @@ pub struct TableParams {
     /// DiskSim sparing scheme (0 none, 1 spare tracks per zone, 2/4/5/6 sectors per
     /// cylinder, 3 sectors per track, 7 at zone end, 8 per range, 9/10 per zone).
     pub sparing: u32,
+    /// DiskSim LBN-to-PBN mapping scheme (0 normal, 1 serpentine from each zone's
+    /// first cylinder, 2 serpentine on odd cylinders of the disk).
+    pub mapping: u32,
     /// Cylinders per range (scheme 8).
     pub range_size: u32,
     /// Zones, outermost first.
@@ -210,6 +219,17 @@ pub struct TableParams {
     pub read_cache: bool,
     /// One segment is reserved for write data.
     pub separate_write_segment: bool,
+    /// Segments that may hold write data at once (DiskSim's "Maximum number of
+    /// write segments"): a fast write waits for a free one, not for the media.
+    pub write_segments: u32,
+    /// Blocks of the request's first track that pass under the head before its
+    /// first block are read into the segment too (DiskSim's "Read any free
+    /// blocks").
+    pub read_any_free_blocks: bool,
+    /// Reads may hit data a write left in the buffer (DiskSim's "Allow read hits on
+    /// write data"); when false, written data is in the buffer only until it is on
+    /// the media and never serves a read.
+    pub read_hits_on_write_data: bool,
     /// Read-ahead: 0 none, 1 track end, 2 cylinder end, 3 segment full, 4 next track end.
     pub read_ahead_mode: u32,
     /// Maximum read-ahead, sectors.
@@ -229,6 +249,23 @@ pub struct TableParams {
 
 fn fmt_list(v: &[f64]) -> String {
     v.iter().map(|x| fmt_num(*x)).collect::<Vec<_>>().join(" ")
+}
+
+/// A zone's slip or defect list: whole non-negative numbers (absent: empty).
+fn zone_list(d: &mut Doc, key: &str) -> Result<Vec<u64>, ProfileError> {
+    let Some(s) = d.opt_str(key)? else {
+        return Ok(Vec::new());
+    };
+    parse_nums(d, key, &s)?
+        .into_iter()
+        .map(|x| {
+            if x < 0.0 || x.fract() != 0.0 || x > (1u64 << 48) as f64 {
+                Err(d.err(key, format!("'{x}' is not a whole non-negative number")))
+            } else {
+                Ok(x as u64)
+            }
+        })
+        .collect()
 }
 
 fn parse_nums(d: &Doc, key: &str, s: &str) -> Result<Vec<f64>, ProfileError> {
@@ -251,6 +288,7 @@ impl TableParams {
         let rpm = d.pos("rpm")?;
         let sparing = d.int("sparing_scheme", 0, 10)? as u32;
         let range_size = d.int_or("sparing_range_cylinders", 1, 1_000_000, 1)? as u32;
+        let mapping = d.int_or("mapping_scheme", 0, 2, 0)? as u32;
         let mut zones = Vec::new();
         for i in 0.. {
             let key = format!("zone{i}");
@@ -260,13 +298,16 @@ impl TableParams {
                 return Err(d.err(&key, "expected 8 numbers: first_cyl last_cyl sectors_per_track first_offset front_empty track_skew cyl_skew spares"));
             }
             let slips_key = format!("zone{i}_slips");
-            let slips = match d.opt_str(&slips_key)? {
-                Some(s) => parse_nums(d, &slips_key, &s)?
-                    .into_iter()
-                    .map(|x| x as u64)
-                    .collect(),
-                None => Vec::new(),
-            };
+            let slips = zone_list(d, &slips_key)?;
+            let defects_key = format!("zone{i}_defects");
+            let defect_nums = zone_list(d, &defects_key)?;
+            if defect_nums.len() % 2 != 0 {
+                return Err(d.err(
+                    &defects_key,
+                    "expected pairs: defective replacement defective replacement ...",
+                ));
+            }
+            let defects: Vec<(u64, u64)> = defect_nums.chunks(2).map(|c| (c[0], c[1])).collect();
             let zone = TableZone {
                 first_cyl: nums[0] as u32,
                 last_cyl: nums[1] as u32,
@@ -277,6 +318,7 @@ impl TableParams {
                 cyl_skew: nums[6],
                 spares: nums[7] as u32,
                 slips,
+                defects,
             };
             if zone.spt == 0 || zone.last_cyl < zone.first_cyl || zone.last_cyl >= cylinders {
                 return Err(d.err(
@@ -309,6 +351,12 @@ impl TableParams {
                 return Err(d.err(
                     &slips_key,
                     format!("slip {s} is beyond the zone ({zone_blocks} blocks)"),
+                ));
+            }
+            if let Some(x) = defect_nums.iter().find(|&&x| x >= zone_blocks) {
+                return Err(d.err(
+                    &defects_key,
+                    format!("location {x} is beyond the zone ({zone_blocks} blocks)"),
                 ));
             }
             zones.push(zone);
@@ -373,6 +421,7 @@ impl TableParams {
             cylinders,
             rpm,
             sparing,
+            mapping,
             range_size,
             zones,
             seek,
@@ -412,6 +461,9 @@ impl TableParams {
             segment_sectors: d.int("segment_sectors", 1, 1 << 24)? as u32,
             read_cache: d.bool("read_cache")?,
             separate_write_segment: d.bool("separate_write_segment")?,
+            read_hits_on_write_data: d.bool_or("read_hits_on_write_data", true)?,
+            write_segments: d.int_or("write_segments", 1, 4096, 1)? as u32,
+            read_any_free_blocks: d.bool_or("read_any_free_blocks", false)?,
             read_ahead_mode: d.int("read_ahead_mode", 0, 4)? as u32,
             max_read_ahead: d.int("max_read_ahead_sectors", 0, 1 << 24)? as u32,
             read_ahead_over_requested: d.bool("read_ahead_over_requested")?,
@@ -445,6 +497,7 @@ impl TableParams {
         kv("rpm", fmt_num(self.rpm));
         kv("sparing_scheme", self.sparing.to_string());
         kv("sparing_range_cylinders", self.range_size.to_string());
+        kv("mapping_scheme", self.mapping.to_string());
         for (i, z) in self.zones.iter().enumerate() {
             kv(
                 &format!("zone{i}"),
@@ -468,6 +521,19 @@ impl TableParams {
                         z.slips
                             .iter()
                             .map(|x| x.to_string())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    ),
+                );
+            }
+            if !z.defects.is_empty() {
+                kv(
+                    &format!("zone{i}_defects"),
+                    format!(
+                        "\"{}\"",
+                        z.defects
+                            .iter()
+                            .map(|(a, b)| format!("{a} {b}"))
                             .collect::<Vec<_>>()
                             .join(" ")
                     ),
@@ -562,6 +628,15 @@ impl TableParams {
             "separate_write_segment",
             self.separate_write_segment.to_string(),
         );
+        kv(
+            "read_hits_on_write_data",
+            self.read_hits_on_write_data.to_string(),
+        );
+        kv("write_segments", self.write_segments.to_string());
+        kv(
+            "read_any_free_blocks",
+            self.read_any_free_blocks.to_string(),
+        );
         kv("read_ahead_mode", self.read_ahead_mode.to_string());
         kv("max_read_ahead_sectors", self.max_read_ahead.to_string());
         kv(
@@ -601,6 +676,12 @@ impl TableParams {
                 "zone table entries (zoneN keys)",
             ),
             row("sparing_scheme", "", self.sparing, "DiskSim sparing scheme"),
+            row(
+                "mapping_scheme",
+                "",
+                self.mapping,
+                "DiskSim LBN-to-PBN mapping (0 normal, 1/2 serpentine)",
+            ),
             row("seek", "", seek, "seek model (seek_table_ms or seek_hpl)"),
             row(
                 "head_switch_ms",
@@ -678,159 +759,40 @@ impl TableParams {
     }
 }
 
-/// A zone, prepared for mapping.
-#[derive(Clone, Debug)]
-struct GZone {
-    first_lbn: u64,
-    lbns: u64,
-    first_cyl: u32,
-    spt: u32,
-    front: u64,
-    /// Period of spare sectors in physical sectors, and spares at its end.
-    period: u64,
-    period_spares: u64,
-    /// Slips in data-slot space: (start, length), sorted.
-    slips: Vec<(u64, u64)>,
-    first_offset: f64,
-    track_skew: f64,
-    cyl_skew: f64,
-    sector_ms: f64,
-}
-
-/// Where a block is.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pos {
-    /// Cylinder.
-    pub cyl: u32,
-    /// Surface.
-    pub head: u32,
-    /// Angle of the sector's start, in revolutions (0 to 1).
-    pub angle: f64,
-    /// Time the sector takes to pass under the head, ms.
-    pub sector_ms: f64,
-}
-
-/// The layout.
+/// The layout, as DiskSim's `dm_layout_g1` maps blocks ([`super::layout`]).
 #[derive(Clone, Debug)]
 struct Geo {
-    zones: Vec<GZone>,
-    heads: u32,
+    lay: Layout,
     total: u64,
 }
 
 impl Geo {
     fn new(p: &TableParams) -> Geo {
-        let rev = 60_000.0 / p.rpm;
-        let mut zones = Vec::new();
-        let mut lbn = 0;
-        for z in &p.zones {
-            let cyls = (z.last_cyl - z.first_cyl + 1) as u64;
-            let track = z.spt as u64;
-            let cyl = track * p.heads as u64;
-            let phys = cyls * cyl;
-            let (period, period_spares) = match p.sparing {
-                2 | 4 | 5 | 6 => (cyl, z.spares as u64),
-                3 => (track, z.spares as u64),
-                8 => (cyl * p.range_size.max(1) as u64, z.spares as u64),
-                _ => (0, 0),
-            };
-            // DiskSim counts the empty space at the zone front in data slots
-            // (blocks, spares excluded), not physical sectors (`deadspace` in
-            // `layout_g1.c`): the zone's first block is data slot `front`.
-            let per = period - period_spares.min(period);
-            let mut slots = match phys.checked_div(period) {
-                Some(q) => q * per + (phys % period).min(per),
-                None => phys,
-            }
-            .saturating_sub(z.front);
-            let to_slot = |x: u64| -> u64 {
-                let s = match x.checked_div(period) {
-                    Some(q) => q * per + (x % period).min(per),
-                    None => x,
-                };
-                s.saturating_sub(z.front)
-            };
-            let mut slips: Vec<(u64, u64)> = if p.sparing == 1 {
-                z.slips
-                    .iter()
-                    .map(|t| (to_slot(t * track), track))
-                    .collect()
-            } else {
-                z.slips.iter().map(|s| (to_slot(*s), 1)).collect()
-            };
-            slips.sort_unstable();
-            match p.sparing {
-                1 => slots = slots.saturating_sub(z.spares as u64 * track),
-                9 | 10 => slots = slots.saturating_sub(z.spares as u64),
-                _ => {}
-            }
-            let slipped: u64 = slips.iter().map(|s| s.1).sum();
-            // Slips use up spares where the scheme keeps spares outside the data
-            // slots (track, range, zone sparing); elsewhere they push data onward.
-            let lbns = if matches!(p.sparing, 1 | 3 | 9) {
-                slots
-            } else {
-                slots.saturating_sub(slipped)
-            };
-            zones.push(GZone {
-                first_lbn: lbn,
-                lbns,
+        let specs: Vec<ZoneSpec> = p
+            .zones
+            .iter()
+            .map(|z| ZoneSpec {
                 first_cyl: z.first_cyl,
+                last_cyl: z.last_cyl,
                 spt: z.spt,
-                front: z.front,
-                period,
-                period_spares,
-                slips,
                 first_offset: z.first_offset,
+                front: z.front,
                 track_skew: z.track_skew,
                 cyl_skew: z.cyl_skew,
-                sector_ms: rev / z.spt as f64,
-            });
-            lbn += lbns;
-        }
+                spares: z.spares,
+                slips: z.slips.clone(),
+                defects: z.defects.clone(),
+            })
+            .collect();
+        let lay = Layout::new(&specs, p.heads, p.sparing, p.mapping, p.range_size, p.rpm);
         Geo {
-            zones,
-            heads: p.heads,
-            total: lbn,
+            total: lay.total(),
+            lay,
         }
     }
 
     fn locate(&self, lbn: u64) -> Pos {
-        let lbn = lbn.min(self.total.saturating_sub(1));
-        let zi = self
-            .zones
-            .partition_point(|z| z.first_lbn + z.lbns <= lbn)
-            .min(self.zones.len() - 1);
-        let z = &self.zones[zi];
-        let mut q = lbn - z.first_lbn;
-        for &(s, len) in &z.slips {
-            if s <= q {
-                q += len;
-            } else {
-                break;
-            }
-        }
-        let q = q + z.front;
-        let p = if z.period > 0 {
-            let per = z.period - z.period_spares;
-            q / per * z.period + q % per
-        } else {
-            q
-        };
-        let spt = z.spt as u64;
-        let track = p / spt;
-        let sector = p % spt;
-        let cyl_in_zone = track / self.heads as u64;
-        let head = (track % self.heads as u64) as u32;
-        let switches = head as f64 + (self.heads as f64 - 1.0) * cyl_in_zone as f64;
-        let skew = z.first_offset + z.track_skew * switches + z.cyl_skew * cyl_in_zone as f64;
-        let a = (skew + sector as f64) / spt as f64;
-        Pos {
-            cyl: z.first_cyl + cyl_in_zone as u32,
-            head,
-            angle: a - a.floor(),
-            sector_ms: z.sector_ms,
-        }
+        self.lay.locate(lbn)
     }
 }
 
@@ -840,6 +802,8 @@ struct Seg {
     start: u64,
     end: u64,
     lru: u64,
+    /// Write data that reads may not hit (`read_hits_on_write_data = false`).
+    write_only: bool,
 }
 
 /// The read-ahead (or the read) the head is doing: sector `first + i` is in the buffer
@@ -886,6 +850,8 @@ pub struct TableDisk {
     head: u32,
     /// The mechanism is busy (background write) until then.
     mech_free: f64,
+    /// When each buffered (fast) write is on the media, ascending.
+    dirty: VecDeque<f64>,
     last_write: bool,
     /// One past the last block of the previous command, if it was a write.
     last_write_end: Option<u64>,
@@ -926,6 +892,7 @@ impl TableDisk {
             cyl: 0,
             head: 0,
             mech_free: 0.0,
+            dirty: VecDeque::new(),
             last_write: false,
             last_write_end: None,
             lru: 0,
@@ -1104,6 +1071,9 @@ impl TableDisk {
 
     fn seg_valid(&self, i: usize, t: f64) -> (u64, u64) {
         let s = self.segs[i];
+        if s.write_only {
+            return (s.start, s.start);
+        }
         match &self.stream {
             Some(st) if st.seg == i => {
                 let e = st.valid_end(t).max(s.start);
@@ -1327,13 +1297,21 @@ impl TableDisk {
                 )
             };
             avail = times[..n as usize].to_vec();
+            let before = if p.read_any_free_blocks && !p.immediate_read && p.read_cache {
+                let arrive = start + self.move_time(self.cyl, self.head, &p0, false);
+                let room = (p.segment_sectors as u64).saturating_sub(limit - lbn);
+                self.free_blocks_before(lbn, arrive, room)
+            } else {
+                0
+            };
             let i = self.lru_seg(false);
-            self.invalidate(lbn, limit);
+            self.invalidate(lbn - before, limit);
             self.lru += 1;
             self.segs[i] = Seg {
-                start: lbn,
+                start: lbn - before,
                 end: lbn,
                 lru: self.lru,
+                write_only: false,
             };
             if p.read_cache {
                 self.stream = Some(Stream {
@@ -1393,8 +1371,9 @@ impl TableDisk {
         let n = end - lbn;
         let bus = p.bus_write_ms;
         let fast = p.fast_write > 0;
-        // A write needs the (single) write buffer: wait for a background write.
-        let t = if fast { t.max(self.mech_free) } else { t };
+        // A fast write needs a write segment: wait until fewer than
+        // `write_segments` buffered writes are still to reach the media.
+        let t = if fast { self.write_segment_free(t) } else { t };
         let ohv = if ewd {
             p.extradisc_command_ms
         } else if fast {
@@ -1443,7 +1422,11 @@ impl TableDisk {
         self.head = h;
         let media_done = times[times.len() - 1];
         self.mech_free = media_done;
-        // The written data stays in a segment, readable.
+        if fast {
+            self.dirty.push_back(media_done);
+        }
+        // The written data stays in a segment (readable unless the drive allows no
+        // read hits on write data).
         self.invalidate(lbn, end);
         let i = self.lru_seg(true);
         self.lru += 1;
@@ -1451,6 +1434,7 @@ impl TableDisk {
             start: lbn,
             end,
             lru: self.lru,
+            write_only: !p.read_hits_on_write_data,
         };
         let done = if fast {
             bus_start + n as f64 * bus + self.oh(p.write_complete_ms)
@@ -1470,6 +1454,30 @@ impl TableDisk {
             done_ms: done,
             hit: fast,
         }
+    }
+
+    /// When, from `t`, a write segment is free for a fast write.
+    fn write_segment_free(&mut self, t: f64) -> f64 {
+        while self.dirty.front().is_some_and(|&d| d <= t) {
+            self.dirty.pop_front();
+        }
+        let w = self.p.write_segments.max(1) as usize;
+        if self.dirty.len() >= w {
+            t.max(self.dirty[self.dirty.len() - w])
+        } else {
+            t
+        }
+    }
+
+    /// Blocks just before `lbn` on its track that pass under the head between its
+    /// arrival at `arrive` and the start of `lbn` ("Read any free blocks"), at
+    /// most `cap`.
+    fn free_blocks_before(&self, lbn: u64, arrive: f64, cap: u64) -> u64 {
+        let p0 = self.geo.locate(lbn);
+        let wait = self.rot_wait(arrive, p0.angle);
+        let passing = ((wait + EPS) / p0.sector_ms).floor() as u64;
+        let (track_start, _) = self.track_bounds(lbn);
+        passing.min(lbn - track_start).min(cap)
     }
 
     /// The instant (ns) a queued command whose service starts at `start_ms` is
