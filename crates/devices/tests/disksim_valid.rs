@@ -30,8 +30,8 @@ fn check(name: &str, bound: f64) {
     if let Some((d, wall)) = run(name) {
         eprintln!("{name}: demerit {d:.3} ms (bound {bound}), replay {wall:.3} s");
         assert!(d <= bound, "{name}: demerit {d:.3} ms > {bound}");
-        // Debug builds are ~10x slower than release; release replays in ~0.03 s.
-        assert!(wall < 2.0, "{name}: replay took {wall:.3} s");
+        // The replay's wall time is printed above, not asserted: speed is measured
+        // in benchmarks (`iosched bench`), where the machine's load is known.
     }
 }
 
