@@ -30,25 +30,22 @@ fn to_py(e: anyhow::Error) -> PyErr {
 /// `host`, `host_file`, `cpus`, `hz`, `submit_ns`; `None` values are absent). An
 /// unknown key is an error: it would be an option silently ignored.
 fn sim_args(d: &Bound<'_, PyDict>) -> PyResult<SimArgs> {
-    let mut a = SimArgs {
-        hz: 250,
-        ..SimArgs::default()
-    };
+    let mut a = SimArgs::default();
     for (k, v) in d.iter() {
         let key: String = k.extract()?;
         if v.is_none() {
             continue;
         }
         match key.as_str() {
-            "device" => a.device = Some(v.extract()?),
-            "device_file" => a.device_file = Some(v.extract()?),
-            "sched" => a.sched = Some(v.extract()?),
-            "set" => a.set = v.extract()?,
+            "device" => a.target.device = Some(v.extract()?),
+            "device_file" => a.target.device_file = Some(v.extract()?),
+            "sched" => a.target.sched = Some(v.extract()?),
+            "set" => a.target.set = v.extract()?,
             "seed" => a.seed = Some(v.extract()?),
             "host" => a.host = Some(v.extract()?),
             "host_file" => a.host_file = Some(v.extract()?),
             "cpus" => a.cpus = Some(v.extract()?),
-            "hz" => a.hz = v.extract()?,
+            "hz" => a.target.hz = v.extract()?,
             "submit_ns" => a.submit_ns = Some(v.extract()?),
             other => {
                 return Err(IoschedError::new_err(format!(

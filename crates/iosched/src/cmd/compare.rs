@@ -165,9 +165,9 @@ pub fn run(args: Args) -> Result<()> {
         let mut label = Vec::new();
         for (k, v) in &combo {
             match k.as_str() {
-                "sched" => sa.sched = Some(v.clone()),
-                "device" => sa.device = Some(v.clone()),
-                _ => sa.set.push(format!("{k}={v}")),
+                "sched" => sa.target.sched = Some(v.clone()),
+                "device" => sa.target.device = Some(v.clone()),
+                _ => sa.target.set.push(format!("{k}={v}")),
             }
             label.push(format!("{k}={v}"));
         }

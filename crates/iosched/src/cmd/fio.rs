@@ -38,10 +38,7 @@ const OURS: &[&str] = &[
 
 /// Split our options from fio's.
 fn split(args: &[String]) -> Result<(SimArgs, Vec<String>)> {
-    let mut sim = SimArgs {
-        hz: 250,
-        ..Default::default()
-    };
+    let mut sim = SimArgs::default();
     let mut fio = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -75,12 +72,12 @@ fn split(args: &[String]) -> Result<(SimArgs, Vec<String>)> {
                 .map_err(|_| anyhow::anyhow!("--{name}={v}: expected a non-negative integer"))
         };
         match name {
-            "device" => sim.device = Some(value),
-            "device-file" => sim.device_file = Some(value),
-            "sched" => sim.sched = Some(value),
-            "set" => sim.set.push(value),
+            "device" => sim.target.device = Some(value),
+            "device-file" => sim.target.device_file = Some(value),
+            "sched" => sim.target.sched = Some(value),
+            "set" => sim.target.set.push(value),
             "seed" => sim.seed = Some(num(&value)?),
-            "hz" => sim.hz = num(&value)? as u32,
+            "hz" => sim.target.hz = num(&value)? as u32,
             "cpus" => sim.cpus = Some(num(&value)? as u32),
             "host" => sim.host = Some(value),
             "host-file" => sim.host_file = Some(value),
@@ -120,8 +117,8 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         let (sim, fio) = split(&v).unwrap();
-        assert_eq!(sim.device.as_deref(), Some("ideal"));
-        assert_eq!(sim.set, vec!["mq-deadline.fifo_batch=1"]);
+        assert_eq!(sim.target.device.as_deref(), Some("ideal"));
+        assert_eq!(sim.target.set, vec!["mq-deadline.fifo_batch=1"]);
         assert_eq!(sim.seed, Some(3));
         assert_eq!(fio, vec!["-bs=4k", "--name=x"]);
     }

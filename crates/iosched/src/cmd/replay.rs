@@ -316,7 +316,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 /// `--format disksim-validate`: one request at a time against a DiskSim model.
 fn run_disksim(args: Args) -> Result<()> {
-    let Some(device_file) = args.sim.device_file.as_deref() else {
+    let Some(device_file) = args.sim.target.device_file.as_deref() else {
         bail!("--format disksim-validate needs --device-file (an hdd-table profile or a DiskSim .parv)");
     };
     let (name, mut disk) = load_disk(device_file)?;

@@ -8,9 +8,10 @@ use sim::fio::{FioInput, OutputFormat};
 use sim::report::RunReport;
 use sim::runner::{self, RunOptions};
 
-/// Simulation options (not fio options).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct SimArgs {
+/// The device and the scheduler in front of it: what the commands that simulate
+/// and `iosched serve` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TargetArgs {
     /// Device profile (see `iosched devices`).
     #[arg(long, value_name = "NAME", conflicts_with = "device_file")]
     pub device: Option<String>,
@@ -18,8 +19,8 @@ pub struct SimArgs {
     /// under crates/devices/profiles/).
     #[arg(long, value_name = "FILE")]
     pub device_file: Option<String>,
-    /// Scheduler (see `iosched schedulers`); default: fio's `ioscheduler=`, else the
-    /// kernel's default for the device.
+    /// Scheduler (see `iosched schedulers`); default: a job's `ioscheduler=` if it
+    /// has one, else the kernel's default for the device.
     #[arg(long, value_name = "NAME")]
     pub sched: Option<String>,
     /// Set a scheduler tunable or a block-layer setting, by sysfs name and unit:
@@ -27,12 +28,58 @@ pub struct SimArgs {
     /// `mq-deadline.variant=head-request`) or `blk.nr_requests=N`. Repeatable.
     #[arg(long = "set", value_name = "NS.NAME=VALUE")]
     pub set: Vec<String>,
-    /// Run seed: different seeds give different random offsets.
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
     /// The kernel's HZ (jiffies per second) for decisions made on jiffies.
     #[arg(long, value_name = "HZ", default_value_t = 250)]
     pub hz: u32,
+}
+
+impl Default for TargetArgs {
+    fn default() -> Self {
+        TargetArgs {
+            device: None,
+            device_file: None,
+            sched: None,
+            set: Vec::new(),
+            hz: 250,
+        }
+    }
+}
+
+impl TargetArgs {
+    /// The device profile: `--device-file`, else `--device`, else the default.
+    pub fn profile(&self) -> Result<devices::Profile> {
+        Ok(match &self.device_file {
+            Some(f) => devices::load_profile_file(std::path::Path::new(f))?,
+            None => devices::profile(self.device.as_deref().unwrap_or(devices::DEFAULT_DEVICE))?,
+        })
+    }
+
+    /// `--hz`, within what a kernel can be configured with.
+    pub fn checked_hz(&self) -> Result<u32> {
+        if self.hz == 0 || self.hz > 10_000 {
+            bail!(
+                "--hz {}: expected a kernel HZ between 1 and 10000 (100, 250, 300 or 1000 in practice)",
+                self.hz
+            );
+        }
+        Ok(self.hz)
+    }
+
+    /// The `--set` values, split into (namespace, name, value).
+    pub fn settings(&self) -> Result<Vec<(String, String, String)>> {
+        self.set.iter().map(|s| parse_set(s)).collect()
+    }
+}
+
+/// Simulation options (not fio options).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SimArgs {
+    /// Device, scheduler, settings, HZ.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Run seed: different seeds give different random offsets.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Number of simulated CPUs (software queues); default: the host's (8 with
     /// `--host free`).
     #[arg(long, value_name = "N")]
@@ -82,16 +129,8 @@ fn epoch_secs() -> Result<u64> {
 
 /// Turn the command-line simulation options into the runner's options.
 pub fn run_options(args: &SimArgs) -> Result<RunOptions> {
-    let device = match &args.device_file {
-        Some(f) => devices::load_profile_file(std::path::Path::new(f))?,
-        None => devices::profile(args.device.as_deref().unwrap_or(devices::DEFAULT_DEVICE))?,
-    };
-    if args.hz == 0 || args.hz > 10_000 {
-        bail!(
-            "--hz {}: expected a kernel HZ between 1 and 10000 (100, 250, 300 or 1000 in practice)",
-            args.hz
-        );
-    }
+    let device = args.target.profile()?;
+    let hz = args.target.checked_hz()?;
     let host = match &args.host_file {
         Some(f) => host::load_host_file(std::path::Path::new(f))?,
         None => host::host(args.host.as_deref().unwrap_or(host::DEFAULT_HOST))?,
@@ -102,17 +141,13 @@ pub fn run_options(args: &SimArgs) -> Result<RunOptions> {
     if cpus == 0 || cpus > 4096 {
         bail!("--cpus {cpus}: expected 1 to 4096");
     }
-    let settings = args
-        .set
-        .iter()
-        .map(|s| parse_set(s))
-        .collect::<Result<Vec<_>>>()?;
+    let settings = args.target.settings()?;
     Ok(RunOptions {
         device,
-        scheduler: args.sched.clone(),
+        scheduler: args.target.sched.clone(),
         settings,
         seed: args.seed.unwrap_or(runner::DEFAULT_SEED),
-        hz: args.hz,
+        hz,
         nr_cpus: cpus,
         epoch_secs: epoch_secs()?,
         submit_ns: args.submit_ns,

@@ -31,22 +31,9 @@ use std::time::{Duration, Instant};
     iosched serve --device ssd-sata --socket /tmp/ssd.sock   (then nbd+unix:///?socket=/tmp/ssd.sock)\n\n\
     Stop with Ctrl-C or SIGTERM: the summary goes to standard output.")]
 pub struct Args {
-    /// Device profile (see `iosched devices`).
-    #[arg(long, value_name = "NAME", conflicts_with = "device_file")]
-    pub device: Option<String>,
-    /// Load the device profile from a file.
-    #[arg(long, value_name = "FILE")]
-    pub device_file: Option<String>,
-    /// Scheduler (see `iosched schedulers`); default: the kernel's default for the device.
-    #[arg(long, value_name = "NAME")]
-    pub sched: Option<String>,
-    /// Scheduler tunable or block-layer setting, as for `iosched run`:
-    /// `SCHED.TUNABLE=VALUE` or `blk.NAME=VALUE`. Repeatable.
-    #[arg(long = "set", value_name = "NS.NAME=VALUE")]
-    pub set: Vec<String>,
-    /// The kernel's HZ for decisions made on jiffies.
-    #[arg(long, value_name = "HZ", default_value_t = 250)]
-    pub hz: u32,
+    /// Device, scheduler, settings, HZ (as for `iosched run`).
+    #[command(flatten)]
+    pub target: super::sim_opts::TargetArgs,
     /// Software queues (simulated CPUs); connection N submits on queue N mod this.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub cpus: u32,
@@ -137,25 +124,16 @@ struct Setup {
 }
 
 fn setup(a: &Args) -> Result<Setup> {
-    let device = match &a.device_file {
-        Some(f) => devices::load_profile_file(std::path::Path::new(f))?,
-        None => devices::profile(a.device.as_deref().unwrap_or(devices::DEFAULT_DEVICE))?,
-    };
-    if a.hz == 0 || a.hz > 10_000 {
-        bail!("--hz {}: expected a kernel HZ between 1 and 10000", a.hz);
-    }
+    let device = a.target.profile()?;
+    let hz = a.target.checked_hz()?;
     if a.cpus == 0 || a.cpus > 4096 {
         bail!("--cpus {}: expected 1 to 4096", a.cpus);
     }
     let mut opts = sim::runner::RunOptions::new(device.clone());
-    opts.scheduler = a.sched.clone();
-    opts.hz = a.hz;
+    opts.scheduler = a.target.sched.clone();
+    opts.hz = hz;
     opts.nr_cpus = a.cpus;
-    opts.settings = a
-        .set
-        .iter()
-        .map(|s| super::sim_opts::parse_set(s))
-        .collect::<Result<Vec<_>>>()?;
+    opts.settings = a.target.settings()?;
     let model = device.build();
     let info = model.info().clone();
     let cfg = sim::runner::emulator_config(&opts, &info)?;
