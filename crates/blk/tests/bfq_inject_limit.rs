@@ -124,5 +124,9 @@ fn forced_injection_marks_the_hole_injected() {
     let b_head = h.submit(Io::read(2, 0, 8));
     assert!(h.call(|b, ctx| b.force_dispatch(ctx, b_head)));
     assert_eq!(flag(&h).as_deref(), Some("true"));
-    assert_eq!(h.b.in_service_queue, h.b.sync_queue_of(1), "S keeps its slot");
+    assert_eq!(
+        h.b.in_service_queue,
+        h.b.sync_queue_of(1),
+        "S keeps its slot"
+    );
 }

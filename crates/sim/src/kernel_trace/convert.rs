@@ -775,7 +775,11 @@ mod tests {
         );
         assert_eq!(c.expected[4], Some(2));
         // The same events without BFQ's messages: tracepoint order and times.
-        let plain: String = body.lines().filter(|l| !l.contains(" m   N ")).map(|l| format!("{l}\n")).collect();
+        let plain: String = body
+            .lines()
+            .filter(|l| !l.contains(" m   N "))
+            .map(|l| format!("{l}\n"))
+            .collect();
         let (_, _, c) = super::super::load(&format!("{head}{plain}"), "bfq", None);
         assert_eq!(
             kinds(&c),
