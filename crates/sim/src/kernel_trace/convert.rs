@@ -567,14 +567,15 @@ fn bfq_log_pid(text: &str) -> Option<u32> {
 /// event can come after other CPUs' inserts and completions that BFQ saw after its
 /// choice. Each CPU's choices are matched to that CPU's issues in order, the choice
 /// naming the queue of the inserting process first (a merged queue keeps one
-/// process's name: then the CPU's oldest unmatched choice). An issue without a
+/// process's name: then the CPU's oldest unmatched choice), never a choice traced
+/// before the request's insert. An issue without a
 /// choice before it (an at-head request from `bfqd->dispatch`) stays where it is.
 fn bfq_dispatch_points(
     events: &[&BlockEvent],
     log: &[super::parse::BfqLogLine],
     out: &mut std::collections::HashMap<usize, (usize, u64)>,
 ) {
-    let mut insert_pid: Vec<(u64, u32)> = Vec::new();
+    let mut insert_pid: Vec<(u64, u32, usize)> = Vec::new(); // (sector, pid, line)
     let mut open: Vec<(u32, usize, u32, u64)> = Vec::new(); // (cpu, line, pid, ts)
     let mut next_log = 0usize;
     for e in events {
@@ -587,16 +588,21 @@ fn bfq_dispatch_points(
             next_log += 1;
         }
         match e.kind {
-            BlockKind::Insert => insert_pid.push((e.sector, e.pid)),
+            BlockKind::Insert => insert_pid.push((e.sector, e.pid, e.line)),
             BlockKind::Issue => {
-                let owner = insert_pid
+                let Some((_, owner, inserted)) = insert_pid
                     .iter()
-                    .rposition(|&(s, _)| s == e.sector)
-                    .map(|i| insert_pid.remove(i).1);
+                    .rposition(|&(s, _, _)| s == e.sector)
+                    .map(|i| insert_pid.remove(i))
+                else {
+                    continue;
+                };
+                // A choice made before the request was queued is not its choice.
+                let mine = |o: &&(u32, usize, u32, u64)| o.0 == e.cpu && o.1 > inserted;
                 let pick = open
                     .iter()
-                    .position(|o| o.0 == e.cpu && Some(o.2) == owner)
-                    .or_else(|| open.iter().position(|o| o.0 == e.cpu));
+                    .position(|o| mine(&o) && o.2 == owner)
+                    .or_else(|| open.iter().position(|o| mine(&o)));
                 if let Some(i) = pick {
                     let (_, line, _, ts) = open.remove(i);
                     out.insert(e.line, (line, ts));
