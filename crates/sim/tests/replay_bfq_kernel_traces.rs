@@ -373,12 +373,14 @@ fn seed4_shape_four_cgroups_short() {
     assert_eq!(figures(&r), (1024, 1020, 1024));
 }
 
-/// Four readers, 4 MiB each: from about 95 ms (decisions 784-793) the kernel
-/// injects reads of other groups while the in-service queue (soft real-time,
-/// switched back to interactive raising) has a request in flight, which needs an
-/// inject limit of at least 2 (ours is at 1); the forced replay then ends that
-/// queue's slot where the kernel keeps it until its budget timeout (136 ms), and
-/// the replays part. Not understood yet (docs/validation.md §5).
+/// Four readers, 4 MiB each. From about 95 ms the kernel injects reads of other
+/// groups while the in-service queue has a request in flight (an inject limit of
+/// at least 2). This used to end the agreement at 80.18 %: the forced replay, which
+/// the comparison continues from after a disagreement, did not mark its forced
+/// injections as `bfq_choose_bfqq_for_injection` does (`rqs_injected`), so its limit
+/// never grew (docs/validation.md §5). Decision 793 itself (ours takes 796, the
+/// kernel 797) remains unexplained: this recording has no BFQ log to order its
+/// completions by.
 #[test]
 fn seed4_shape_four_cgroups_long() {
     let (_, r) = run("bfq-seed4-cg4.txt");
@@ -388,7 +390,7 @@ fn seed4_shape_four_cgroups_long() {
         .find(|d| d.explanation.is_none())
         .unwrap();
     assert_eq!((first.decision, first.ours), (793, Some(796)));
-    assert_eq!(figures(&r), (4096, 3250, 3284));
+    assert_eq!(figures(&r), (4096, 4029, 4054));
 }
 
 /// Eight readers, 1 MiB each.

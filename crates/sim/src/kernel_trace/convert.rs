@@ -178,6 +178,17 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
             .collect();
     }
     let events: Vec<&BlockEvent> = kt.events.iter().filter(|e| e.dev == dev).collect();
+    // With BFQ's log recorded, each completion is replayed where BFQ took it in (see
+    // `bfq_completion_points`), not where its tracepoint fired.
+    let points = if sched == "bfq" {
+        bfq_completion_points(&events, &kt.bfq_log)
+    } else {
+        std::collections::HashMap::new()
+    };
+    let at = |e: &BlockEvent| points.get(&e.line).copied().unwrap_or((e.line, e.ts_ns));
+    let mut ordered: Vec<&BlockEvent> = events.clone();
+    ordered.sort_by_key(|e| at(e).0);
+    let mut op_lines: Vec<usize> = Vec::new();
     let getrqs: Vec<&BlockEvent> = kt.getrqs.iter().filter(|e| e.dev == dev).collect();
     let t0 = events
         .first()
@@ -278,25 +289,28 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
     let mut requeued: Vec<(Dir, u64)> = Vec::new();
     let mut next_id = 1u64;
     let mut last_t = 0u64;
-    for e in events.iter().copied() {
-        while let Some(x) = exits.get(next_exit).filter(|x| x.line < e.line) {
+    for e in ordered.iter().copied() {
+        let (e_line, e_ts) = at(e);
+        while let Some(x) = exits.get(next_exit).filter(|x| x.line < e_line) {
             push_exit(&mut c, x, &mut last_t);
+            op_lines.push(x.line);
             next_exit += 1;
         }
         // tracefs sorts per-CPU buffers by time; never let t go backwards anyway.
-        let t = e.ts_ns.saturating_sub(t0).max(last_t);
+        let t = e_ts.saturating_sub(t0).max(last_t);
         last_t = t;
-        let jiffies = Some(fit.jiffies_at(e.ts_ns));
+        let jiffies = Some(fit.jiffies_at(e_ts));
         let Some(dir) = e.dir().filter(|_| e.nr_sectors > 0) else {
             c.stats.no_data += 1;
             continue;
         };
         let class = class_key(e.class);
-        let push = |c: &mut Converted, kind: OpKind, exp: Option<u64>| {
+        let push = |c: &mut Converted, ol: &mut Vec<usize>, kind: OpKind, exp: Option<u64>| {
             c.ops.push(TraceOp { t, jiffies, kind });
             c.expected.push(exp);
             c.source_line.push(e.line);
             c.cpu.push(Some(e.cpu));
+            ol.push(e_line);
         };
         match e.kind {
             BlockKind::Insert => {
@@ -346,7 +360,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                     flags: flags_of(e),
                     alloc_t,
                 };
-                push(&mut c, OpKind::Insert(op), None);
+                push(&mut c, &mut op_lines, OpKind::Insert(op), None);
             }
             BlockKind::Merge => {
                 let pos = queued.iter().position(|p| {
@@ -398,7 +412,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                                 flags: flags_of(e),
                                 alloc_t: None,
                             };
-                            push(&mut c, OpKind::Insert(op), None);
+                            push(&mut c, &mut op_lines, OpKind::Insert(op), None);
                         }
                     }
                 }
@@ -431,7 +445,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                 let id = p.id;
                 p.issue_ts = e.ts_ns;
                 inflight.push(p);
-                push(&mut c, OpKind::Dispatch, Some(id));
+                push(&mut c, &mut op_lines, OpKind::Dispatch, Some(id));
             }
             BlockKind::Complete | BlockKind::Requeue => {
                 let pos = inflight
@@ -458,6 +472,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                     .filter(|_| p.issue_ts > 0);
                 push(
                     &mut c,
+                    &mut op_lines,
                     OpKind::Complete {
                         id: p.id,
                         latency_ns,
@@ -469,6 +484,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
     }
     for x in &exits[next_exit..] {
         push_exit(&mut c, x, &mut last_t);
+        op_lines.push(x.line);
     }
     if !dropped.is_empty() {
         dropped.sort_unstable();
@@ -484,9 +500,117 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         c.source_line.retain(|_| *k.next().unwrap());
         let mut k = keep.iter();
         c.cpu.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        op_lines.retain(|_| *k.next().unwrap());
     }
-    c.refusals = refusals(&events, &kt.run_delays, &c.source_line);
+    c.refusals = refusals(&events, &kt.run_delays, &op_lines);
     c
+}
+
+/// Where BFQ took in each completion, for the completions of `events` whose place
+/// BFQ's log shows: trace line → (line, timestamp) of the completing CPU's first BFQ
+/// message after the `block_rq_complete` event.
+///
+/// The tracepoint fires in `blk_update_request`, before the request is freed; BFQ
+/// learns of the completion only later, in `bfq_finish_requeue_request` under its
+/// lock, which always logs `put_queue` (`bfq_put_queue`). Meanwhile another CPU may
+/// take the lock and insert a request, which then sees the completed request still
+/// in the driver (`tot_rq_in_driver`): in `bfq-seed4` recordings an insert so placed
+/// starts an inject-limit sample with `rqs_injected` still set, and the limit grows
+/// (`bfq_add_request`, `bfq_update_inject_limit`, Linux 6.13). A completion is moved
+/// only when a `put_queue` of that CPU follows it before the CPU's next block event.
+fn bfq_completion_points(
+    events: &[&BlockEvent],
+    log: &[super::parse::BfqLogLine],
+) -> std::collections::HashMap<usize, (usize, u64)> {
+    let mut out = std::collections::HashMap::new();
+    if log.is_empty() {
+        return out;
+    }
+    for (i, e) in events.iter().enumerate() {
+        if e.kind != BlockKind::Complete {
+            continue;
+        }
+        let next_event = events[i + 1..]
+            .iter()
+            .find(|x| x.cpu == e.cpu)
+            .map_or(usize::MAX, |x| x.line);
+        let from = log.partition_point(|l| l.line < e.line);
+        let mut mine = log[from..]
+            .iter()
+            .take_while(|l| l.line < next_event)
+            .filter(|l| l.cpu == e.cpu);
+        let Some(first) = mine.clone().next() else {
+            continue;
+        };
+        if mine.any(|l| l.text.contains(" put_queue: ")) {
+            out.insert(e.line, (first.line, first.ts_ns));
+        }
+    }
+    bfq_dispatch_points(events, log, &mut out);
+    out
+}
+
+/// The pid in a BFQ queue name at the start of a log message (`bfq15038S ...`).
+fn bfq_log_pid(text: &str) -> Option<u32> {
+    let rest = text.strip_prefix("bfq")?;
+    let end = rest.find(|ch: char| !ch.is_ascii_digit())?;
+    rest[..end].parse().ok()
+}
+
+/// Where BFQ chose each issued request, for the issues whose choice BFQ's log shows:
+/// trace line → (line, timestamp) of the `select_queue: returned this queue` message
+/// (`bfq_select_queue`, under BFQ's lock) that picked it.
+///
+/// blk-mq takes a batch of requests from the scheduler and only then hands them to
+/// the driver (`__blk_mq_do_dispatch_sched`, `blk_mq_dispatch_rq_list`), so an issue
+/// event can come after other CPUs' inserts and completions that BFQ saw after its
+/// choice. Each CPU's choices are matched to that CPU's issues in order, the choice
+/// naming the queue of the inserting process first (a merged queue keeps one
+/// process's name: then the CPU's oldest unmatched choice), never a choice traced
+/// before the request's insert. An issue without a
+/// choice before it (an at-head request from `bfqd->dispatch`) stays where it is.
+fn bfq_dispatch_points(
+    events: &[&BlockEvent],
+    log: &[super::parse::BfqLogLine],
+    out: &mut std::collections::HashMap<usize, (usize, u64)>,
+) {
+    let mut insert_pid: Vec<(u64, u32, usize)> = Vec::new(); // (sector, pid, line)
+    let mut open: Vec<(u32, usize, u32, u64)> = Vec::new(); // (cpu, line, pid, ts)
+    let mut next_log = 0usize;
+    for e in events {
+        while let Some(l) = log.get(next_log).filter(|l| l.line < e.line) {
+            if l.text.contains(" select_queue: returned this queue") {
+                if let Some(pid) = bfq_log_pid(&l.text) {
+                    open.push((l.cpu, l.line, pid, l.ts_ns));
+                }
+            }
+            next_log += 1;
+        }
+        match e.kind {
+            BlockKind::Insert => insert_pid.push((e.sector, e.pid, e.line)),
+            BlockKind::Issue => {
+                let Some((_, owner, inserted)) = insert_pid
+                    .iter()
+                    .rposition(|&(s, _, _)| s == e.sector)
+                    .map(|i| insert_pid.remove(i))
+                else {
+                    continue;
+                };
+                // A choice made before the request was queued is not its choice.
+                let mine = |o: &&(u32, usize, u32, u64)| o.0 == e.cpu && o.1 > inserted;
+                let pick = open
+                    .iter()
+                    .position(|o| mine(&o) && o.2 == owner)
+                    .or_else(|| open.iter().position(|o| mine(&o)));
+                if let Some(i) = pick {
+                    let (_, line, _, ts) = open.remove(i);
+                    out.insert(e.line, (line, ts));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Where the recorded dispatch runs that found work but got nothing from the
@@ -605,5 +729,73 @@ mod tests {
         // Between the insert of 9000 and its timer (before op 3, the insert of 808,
         // or op 4, the kblockd worker's issue), and before op 5 (the issue of 9000).
         assert_eq!(c.refusals, [(3, 4), (5, 5)]);
+    }
+
+    /// BFQ's log places a completion where BFQ took it in and a dispatch where BFQ
+    /// chose it (the pattern of a seed-4-shape recording, 4 × 4 MiB, 6.18): CPU 0
+    /// traces the completion of 33200 at .924, but its `put_queue` (under BFQ's lock)
+    /// comes at .931, after CPU 1's insert of 111224 at .925, so the insert is
+    /// replayed first and sees 33200 still in the driver. 111224's issue (.940) is
+    /// replayed at its `select_queue` choice (.933), before the kworker's refusal
+    /// messages on CPU 0. Without the log the tracepoint order stays.
+    #[test]
+    fn bfq_log_places_completions_and_choices() {
+        let body = "\
+             fio-10988   [001] d..1.   717.750886: block_rq_insert: 7,0 RS 4096 () 33200 + 8 be,0,4 [fio]
+             fio-10988   [001] d..1.   717.750895:   7,0   1,0  m   N bfq10988S select_queue: returned this queue
+             fio-10988   [001] .....   717.750900: block_rq_issue: 7,0 RS 4096 () 33200 + 8 be,0,4 [fio]
+     ksoftirqd/0-14      [000] ..s..   717.750924: block_rq_complete: 7,0 RS () 33200 + 8 be,0,4 [0]
+             fio-10987   [001] d..1.   717.750925: block_rq_insert: 7,0 RS 4096 () 111224 + 8 be,0,4 [fio]
+             fio-10987   [001] d..1.   717.750926:   7,0   1,0  m   N bfq10987S add_request 1
+     ksoftirqd/0-14      [000] d.s1.   717.750928:   7,0   1,0  m   N bfq schedule dispatch
+     ksoftirqd/0-14      [000] d.s1.   717.750931:   7,0   1,0  m   N bfq10988S put_queue: 00000000172c4105 3
+             fio-10987   [001] d..1.   717.750933:   7,0   1,0  m   N bfq10987S select_queue: returned this queue
+    kworker/0:1H-44      [000] d..1.   717.750935:   7,0   1,0  m   N bfq dispatch requests: 3 busy queues
+             fio-10987   [001] .....   717.750940: block_rq_issue: 7,0 RS 4096 () 111224 + 8 be,0,4 [fio]
+";
+        let head = "# iosched: format=kernel-trace 1\n# iosched: hz=250\n# iosched: dev=7,0\n# iosched: sched=bfq\n";
+        let kinds = |c: &super::Converted| -> Vec<(String, u64)> {
+            c.ops
+                .iter()
+                .map(|o| {
+                    let k = match &o.kind {
+                        crate::replay::OpKind::Insert(i) => format!("insert {}", i.sector),
+                        crate::replay::OpKind::Dispatch => "dispatch".into(),
+                        crate::replay::OpKind::Complete { id, .. } => format!("complete {id}"),
+                        other => format!("{other:?}"),
+                    };
+                    (k, o.t)
+                })
+                .collect()
+        };
+        let (_, _, c) = super::super::load(&format!("{head}{body}"), "bfq", None);
+        assert_eq!(
+            kinds(&c),
+            [
+                ("insert 33200".to_string(), 0),
+                ("dispatch".to_string(), 9_000),
+                ("insert 111224".to_string(), 39_000),
+                ("complete 1".to_string(), 42_000),
+                ("dispatch".to_string(), 47_000),
+            ]
+        );
+        assert_eq!(c.expected[4], Some(2));
+        // The same events without BFQ's messages: tracepoint order and times.
+        let plain: String = body
+            .lines()
+            .filter(|l| !l.contains(" m   N "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let (_, _, c) = super::super::load(&format!("{head}{plain}"), "bfq", None);
+        assert_eq!(
+            kinds(&c),
+            [
+                ("insert 33200".to_string(), 0),
+                ("dispatch".to_string(), 14_000),
+                ("complete 1".to_string(), 38_000),
+                ("insert 111224".to_string(), 39_000),
+                ("dispatch".to_string(), 54_000),
+            ]
+        );
     }
 }

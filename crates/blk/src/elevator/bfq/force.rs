@@ -45,7 +45,15 @@ impl Bfq {
         };
         match self.in_service_queue {
             Some(s) if s == q => self.keep_or_renew_slot(ctx, q, rq),
-            Some(s) if self.plugged(s) => self.injected += 1,
+            Some(s) if self.plugged(s) => {
+                self.injected += 1;
+                // Only the general path (`bfq_choose_bfqq_for_injection`) marks the
+                // service hole as injected; the async, waker and woken queues are
+                // served without touching `rqs_injected`.
+                if !self.injects_unconditionally(s, q) {
+                    self.rqs_injected = true;
+                }
+            }
             s => {
                 if let Some(s) = s {
                     let reason = if self.queues[s].next_rq.is_none() {
@@ -94,6 +102,18 @@ impl Bfq {
         if self.set_in_service_queue() != Some(q) {
             self.injected += 1;
         }
+    }
+
+    /// Whether `bfq_select_queue` would take `q` for the plugged `s` before trying the
+    /// inject limit: `s`'s process's async queue, `s`'s waker, or the first queue `s`
+    /// wakes.
+    fn injects_unconditionally(&self, s: super::QueueId, q: super::QueueId) -> bool {
+        let sq = &self.queues[s];
+        let owner_async = sq
+            .bic
+            .and_then(|p| self.bics.get(&p))
+            .and_then(|b| b.async_q);
+        owner_async == Some(q) || sq.waker_bfqq == Some(q) || sq.woken_list.front() == Some(&q)
     }
 
     /// The in-service queue `s` keeps the device although it has nothing to
