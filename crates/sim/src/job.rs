@@ -151,6 +151,20 @@ pub struct Control {
     pub rate_min: Option<RateMin>,
     /// `latency_target` and its settings.
     pub latency: Option<LatencyTarget>,
+    /// `steadystate`: the detector's settings and the clone's part in it.
+    pub steadystate: Option<SteadyState>,
+}
+
+/// A clone's part in fio's steady-state detection.
+#[derive(Clone, Copy, Debug)]
+pub struct SteadyState {
+    /// The settings (the same for the clone's whole reporting group).
+    pub spec: crate::steadystate::SsSpec,
+    /// The job has `group_reporting`: its group is judged as one.
+    pub group_reporting: bool,
+    /// The clone keeps the ring: its own, or its group's (the group's last
+    /// clone).
+    pub holder: bool,
 }
 
 /// fio's latency-target search (io_u.c `lat_target_*`): the clone starts at
@@ -548,6 +562,12 @@ pub struct Job {
     /// end (fio's `this_io_bytes`, `this_io_blocks`).
     done_bytes: [u64; 2],
     done_blocks: [u64; 2],
+    /// Completion latencies of those I/Os: their sum (ns) and count (fio's
+    /// `clat_stat` mean times samples, which the steady-state check reads).
+    clat_sum: f64,
+    clat_samples: u64,
+    /// The steady-state check's view of this clone.
+    pub ss: crate::steadystate::Sampler,
     /// The minimum-rate check's last sample per direction: bytes, I/Os and
     /// when (fio's `last_rate_check_*`).
     rate_check: [(u64, u64, Ns); 2],
@@ -783,6 +803,9 @@ impl Job {
             flow_waiting: false,
             done_bytes: [0; 2],
             done_blocks: [0; 2],
+            clat_sum: 0.0,
+            clat_samples: 0,
+            ss: Default::default(),
             rate_check: [(0, 0, Ns::ZERO); 2],
             error: None,
             lat_qd: 0,
@@ -1082,8 +1105,26 @@ impl Job {
         self.end = now;
         self.last_think_at = now;
         self.rate_epoch = now;
+        self.ss.restart(now);
         self.lat_init(now);
         self.clock(|c, _| c.open(1, now));
+    }
+
+    /// When the job's clock last started (fio's `epoch`: its start, then its
+    /// ramp's end).
+    pub fn epoch(&self) -> Ns {
+        self.rate_epoch
+    }
+
+    /// What the steady-state check reads: I/Os, bytes and completion
+    /// latencies since the clock started.
+    pub fn ss_totals(&self) -> crate::steadystate::Totals {
+        crate::steadystate::Totals {
+            ios: self.done_blocks.iter().sum(),
+            bytes: self.done_bytes.iter().sum(),
+            clat_sum: self.clat_sum,
+            clat_samples: self.clat_samples,
+        }
     }
 
     /// Update the phase clock, if the job keeps one.
@@ -1104,6 +1145,9 @@ impl Job {
         }
         self.done_bytes = [0; 2];
         self.done_blocks = [0; 2];
+        self.clat_sum = 0.0;
+        self.clat_samples = 0;
+        self.ss.restart(now);
         self.rate_check = [(0, 0, Ns::ZERO); 2];
         self.rate_issue_bytes = [0; 2];
         self.rate_next_us = [0; 2];
@@ -1818,6 +1862,8 @@ impl Job {
             let d = done.dir.idx();
             self.done_bytes[d] += done.bytes;
             self.done_blocks[d] += 1;
+            self.clat_sum += now.0.saturating_sub(u.issue.0) as f64;
+            self.clat_samples += 1;
             self.check_min_rate(now);
             self.lat_completed(now, now.0.saturating_sub(u.submit.0));
         }

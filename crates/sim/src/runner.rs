@@ -668,6 +668,7 @@ fn resolve_control(jobs: &[Resolved], clones: &mut [JobConfig]) -> Result<(), Ru
             )),
         }
     }
+    let steady = steadystate_roles(jobs)?;
     let flows: Vec<(u32, std::sync::Arc<Flow>)> = flows
         .into_iter()
         .map(|(id, w, _, _)| (id, std::sync::Arc::new(Flow::new(w))))
@@ -708,8 +709,14 @@ fn resolve_control(jobs: &[Resolved], clones: &mut [JobConfig]) -> Result<(), Ru
             weight: c.flow as u64,
             sleep_ns: c.flow_sleep_us * 1_000,
         });
-        for cfg in &mut clones[r.clones.clone()] {
+        for (i, cfg) in clones[r.clones.clone()].iter_mut().enumerate() {
+            let steadystate = c.steadystate.map(|spec| crate::job::SteadyState {
+                spec,
+                group_reporting: r.spec.group_reporting,
+                holder: steady.contains(&(r.clones.start + i)),
+            });
             cfg.control = crate::job::Control {
+                steadystate,
                 wait_for: wait_for.clone(),
                 groupid: r.groupid,
                 exitall,
@@ -727,6 +734,54 @@ fn resolve_control(jobs: &[Resolved], clones: &mut [JobConfig]) -> Result<(), Ru
         }
     }
     Ok(())
+}
+
+/// The clones that keep a steady-state ring (steadystate.c
+/// `steadystate_setup`): every clone without `group_reporting`, else the
+/// last clone of each reporting group. Refuses what fio's
+/// `td_steadystate_init` and `fixup_options` refuse: steady-state settings
+/// that differ within a reporting group, check intervals that differ
+/// between jobs.
+fn steadystate_roles(jobs: &[Resolved]) -> Result<Vec<usize>, RunError> {
+    let interval = jobs[0].spec.control.ss_check_interval_us;
+    for r in jobs {
+        let c = &r.spec.control;
+        if c.ss_check_interval_us != interval {
+            return Err(job_err(
+                &r.spec,
+                format!(
+                    "conflicting steadystate_check_interval: {interval}us and {}us, must be \
+                     the same in every job",
+                    c.ss_check_interval_us
+                ),
+            ));
+        }
+        let first = jobs.iter().find(|o| o.groupid == r.groupid).unwrap_or(r);
+        if first.spec.control.steadystate != c.steadystate {
+            return Err(job_err(
+                &r.spec,
+                "job rejected: steadystate options must be consistent within reporting groups",
+            ));
+        }
+    }
+    let mut holders = Vec::new();
+    let mut last: Option<(u32, usize)> = None;
+    for r in jobs.iter().filter(|r| r.spec.control.steadystate.is_some()) {
+        for k in r.clones.clone() {
+            if !r.spec.group_reporting {
+                holders.push(k);
+                continue;
+            }
+            if let Some((g, prev)) = last {
+                if g != r.groupid {
+                    holders.push(prev);
+                }
+            }
+            last = Some((r.groupid, k));
+        }
+    }
+    holders.extend(last.map(|(_, k)| k));
+    Ok(holders)
 }
 
 /// A device filename (under `/dev/`) names the simulated device: the disk
@@ -1298,6 +1353,8 @@ struct Collector<'a> {
     errors: Vec<Option<crate::job::JobError>>,
     /// Per clone: the queue depth it ended with (`latency_qd`).
     latency_depths: Vec<u32>,
+    /// Per clone: its steady-state section (holders only).
+    steadystate: Vec<Option<crate::steadystate::SsReport>>,
 }
 
 impl Collector<'_> {
@@ -1790,6 +1847,8 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
             }
             // stat.c sets latency_depth from each job in turn: the last one's.
             let last = members.iter().flat_map(|m| m.clones.clone()).last();
+            // The group's steady-state ring is its last clone's.
+            jr.steadystate = last.and_then(|k| col.steadystate.get(k).cloned().flatten());
             out.push(fill(jr, &r.spec, end, last));
         } else {
             for c in r.clones.clone() {
@@ -1799,6 +1858,7 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
                 if let Some(e) = col.errors.get(c).cloned().flatten() {
                     jr.error = e.errno;
                 }
+                jr.steadystate = col.steadystate.get(c).cloned().flatten();
                 out.push(fill(jr, &r.spec, col.ends[c], Some(c)));
             }
         }
@@ -1856,10 +1916,12 @@ pub fn run(
             .collect(),
         errors: Vec::new(),
         latency_depths: Vec::new(),
+        steadystate: Vec::new(),
     };
     let summary = sim.run(&mut col);
     col.errors = summary.errors.clone();
     col.latency_depths = summary.latency_depths.clone();
+    col.steadystate = summary.steadystate.clone();
     let interrupted = stop_requested();
     if interrupted {
         // As fio on Ctrl-C: every job still running ends now, with what it did.

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 mod host_path;
 mod null_engine;
+mod steady;
 
 /// What the simulation reports as it runs.
 pub trait IoObserver {
@@ -80,6 +81,8 @@ enum Ev {
     Cpu(u32, u64),
     /// Host model: a lock is handed to its first waiter.
     LockGrant(usize),
+    /// fio's helper thread checks for steady state (the check's generation).
+    SsCheck(u64),
 }
 
 /// `MAX_PAUSE`: the longest a writer sleeps in one `balance_dirty_pages` round
@@ -260,6 +263,8 @@ pub struct RunSummary {
     /// Per job: the queue depth it ended with (fio's `latency_qd`, which a
     /// `latency_target` search moves).
     pub latency_depths: Vec<u32>,
+    /// Per job: its steady-state section (the clones that keep a ring).
+    pub steadystate: Vec<Option<crate::steadystate::SsReport>>,
     /// Requests completed by the device.
     pub requests: u64,
     /// Disk statistics.
@@ -377,6 +382,8 @@ pub struct Simulation {
     /// The jobs in a flow (`flow`), checked after every event for a share
     /// that now lets a spinning one go on.
     flow_jobs: Vec<usize>,
+    /// Steady-state detection (`steadystate`).
+    steady: steady::SteadyCheck,
 }
 
 impl Simulation {
@@ -413,7 +420,8 @@ impl Simulation {
             .iter()
             .map(|j| RaState::new(cfg.read_ahead_kb as u64, max_sectors, j.fadvise))
             .collect();
-        Ok(Simulation {
+        let steady = steady::SteadyCheck::new(&jobs);
+        let mut sim = Simulation {
             cache: PageCache::with_limits(
                 cfg.vm.mem_mb * (1 << 20) / PAGE_SIZE,
                 info.capacity_sectors * 512 / PAGE_SIZE,
@@ -449,7 +457,10 @@ impl Simulation {
             waiting: vec![false; nr_jobs],
             group_started_at: Ns::ZERO,
             flow_jobs,
-        })
+            steady,
+        };
+        sim.steady_arm_first();
+        Ok(sim)
     }
 
     /// Set how clone `j` reaps completions: `min` = fio's
@@ -473,6 +484,10 @@ impl Simulation {
                 // fio has exited: what the flusher does next is not the run's.
                 continue;
             }
+            if matches!(ev, Ev::SsCheck(_)) && !self.steady_pending() {
+                // Every job that checks has exited: the check has no effect.
+                continue;
+            }
             self.last_event = now;
             n = n.wrapping_add(1);
             if n.is_multiple_of(16384) {
@@ -487,7 +502,9 @@ impl Simulation {
                 Ev::RampEnd(j) => {
                     self.jobs[j].ramp_over(now);
                     obs.ramp_done(j, now);
+                    self.steady_rephase(now);
                 }
+                Ev::SsCheck(g) => self.steady_check(g, now, obs),
                 Ev::Stop(j) => {
                     let job = &mut self.jobs[j];
                     if !job.stopping {
@@ -601,6 +618,7 @@ impl Simulation {
             end,
             errors: self.jobs.iter().map(|j| j.error.clone()).collect(),
             latency_depths: self.jobs.iter().map(|j| j.lat_qd).collect(),
+            steadystate: self.steady_reports(),
             requests: self.requests,
             disk: self.queue.disk_stats(end),
             sched_stats: self.queue.elevator().debugfs(),
@@ -698,19 +716,27 @@ impl Simulation {
                 ExitWhat::Stonewall => job.started,
                 ExitWhat::All => true,
             };
-            if !chosen {
-                continue;
+            if chosen {
+                self.end_job(k, now, obs);
             }
-            if self.jobs[k].started {
-                self.jobs[k].stopping = true;
-                self.maybe_finish(k, now, obs);
-            } else if self.syncs[k].is_none() {
-                self.finish_unstarted(k, now, obs);
-            } else {
-                // Its page cache is being written back before its clock
-                // starts: it starts stopped, and exits at once.
-                self.jobs[k].stopping = true;
-            }
+        }
+    }
+
+    /// libfio.c `fio_mark_td_terminate`: a running job stops submitting and
+    /// exits when its I/O has completed; one not started yet never runs.
+    fn end_job(&mut self, k: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if self.jobs[k].finished {
+            return;
+        }
+        if self.jobs[k].started {
+            self.jobs[k].stopping = true;
+            self.maybe_finish(k, now, obs);
+        } else if self.syncs[k].is_none() {
+            self.finish_unstarted(k, now, obs);
+        } else {
+            // Its page cache is being written back before its clock
+            // starts: it starts stopped, and exits at once.
+            self.jobs[k].stopping = true;
         }
     }
 
@@ -1511,6 +1537,7 @@ impl Simulation {
             self.jobs[j].stats_reset = false;
             self.jobs[j].ramp_over(now);
             obs.ramp_done(j, now);
+            self.steady_rephase(now);
         }
         self.start_stall_if_due(j, now);
         if self.jobs[j].end_sync_due() {

@@ -723,6 +723,13 @@ pub struct JobControl {
     /// `latency_run`: keep adjusting the depth until the job ends, instead of
     /// stopping after one window at the depth found.
     pub latency_run: bool,
+    /// `steadystate` with a `steadystate_duration`: the job ends once its
+    /// samples are steady (see [`crate::steadystate`]); `None` without a
+    /// duration (fio's default 0 turns detection off).
+    pub steadystate: Option<crate::steadystate::SsSpec>,
+    /// `steadystate_check_interval`, µs, as set (fio wants one value in
+    /// every job of the run).
+    pub ss_check_interval_us: u64,
 }
 
 /// A job's iolog options: what it replays (`read_iolog`) and records

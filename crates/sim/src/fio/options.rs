@@ -432,10 +432,10 @@ static OPTIONS: &[OptDef] = &[
     // FIO_OPT_SOFT_DEPRECATED in fio: accepted, read by nothing.
     ig("flow_watermark", NONE, R, Any),
     m("flow_sleep", NONE, R),
-    nm("steadystate", &["ss"], R, NONE),
-    nm("steadystate_duration", &["ss_dur"], R, ZERO),
-    nm("steadystate_ramp_time", &["ss_ramp"], R, NONE),
-    nm("steadystate_check_interval", &["ss_interval"], R, NONE),
+    m("steadystate", &["ss"], R),
+    m("steadystate_duration", &["ss_dur"], R),
+    m("steadystate_ramp_time", &["ss_ramp"], R),
+    m("steadystate_check_interval", &["ss_interval"], R),
     // Common engine-specific options (libaio / io_uring / pvsync2).
     nm("hipri", NONE, Flag, NONE),
     nm("hipri_percentage", NONE, R, NONE),
@@ -573,6 +573,11 @@ pub(crate) struct JobState {
     offload: bool,
     random_sequence_stride: bool,
     control: JobControl,
+    /// `steadystate` and its settings, µs as fio keeps them.
+    ss_criterion: crate::steadystate::Criterion,
+    ss_dur_us: u64,
+    ss_ramp_us: u64,
+    ss_interval_us: u64,
 }
 
 impl Default for JobState {
@@ -658,6 +663,10 @@ impl Default for JobState {
                 latency_percentile: 100.0,
                 ..JobControl::default()
             },
+            ss_criterion: crate::steadystate::Criterion::default(),
+            ss_dur_us: 0,
+            ss_ramp_us: 0,
+            ss_interval_us: 1_000_000,
         }
     }
 }
@@ -1052,6 +1061,11 @@ impl JobState {
                     }
                 }
             }
+            "steadystate" => self.ss_criterion = parse_steadystate(v, kb)?,
+            // FIO_OPT_STR_VAL_TIME with is_seconds: bare numbers are seconds.
+            "steadystate_duration" => self.ss_dur_us = parse_time(v)? / 1_000,
+            "steadystate_ramp_time" => self.ss_ramp_us = parse_time(v)? / 1_000,
+            "steadystate_check_interval" => self.ss_interval_us = parse_time(v)? / 1_000,
             "flow_id" => self.control.flow_id = int(0, U32_MAX)? as u32,
             "flow" => self.control.flow = int(0, 1000)? as u32,
             "flow_sleep" => self.control.flow_sleep_us = int(0, U32_MAX)?,
@@ -1326,6 +1340,9 @@ impl JobState {
             }
         }
         let verify = self.verify_spec(&name)?;
+        let mut control = self.control.clone();
+        control.steadystate = self.steadystate_spec(&name)?;
+        control.ss_check_interval_us = self.ss_interval_us;
         Ok(JobSpec {
             name,
             source,
@@ -1407,9 +1424,35 @@ impl JobState {
             },
             verify,
             offload: self.offload,
-            control: self.control.clone(),
+            control,
             options,
         })
+    }
+
+    /// fio's `fixup_options` checks of the steady-state settings, and the
+    /// settings resolved (`None` when `steadystate_duration` is 0).
+    fn steadystate_spec(&self, name: &str) -> Result<Option<crate::steadystate::SsSpec>, String> {
+        let (dur, interval) = (self.ss_dur_us, self.ss_interval_us);
+        if dur == 0 {
+            return Ok(None);
+        }
+        if interval / 1000 < 1000 {
+            return Err(format!(
+                "job '{name}': steadystate_check_interval must be at least 1s"
+            ));
+        }
+        if !dur.is_multiple_of(interval) || dur <= interval {
+            return Err(format!(
+                "job '{name}': steadystate_duration {dur}us must be a multiple of, and longer \
+                 than, steadystate_check_interval {interval}us"
+            ));
+        }
+        Ok(Some(crate::steadystate::SsSpec {
+            criterion: self.ss_criterion,
+            dur_s: dur / 1_000_000,
+            ramp_us: self.ss_ramp_us,
+            interval_ms: interval / 1000,
+        }))
     }
 }
 
@@ -1542,6 +1585,64 @@ fn parse_verify(v: &str) -> Result<Option<String>, String> {
         ));
     }
     Ok((v != "0").then(|| v.to_string()))
+}
+
+/// fio's `str_steadystate_cb`: `iops`, `iops_slope`, `bw`, `bw_slope`,
+/// `lat` or `lat_slope`, then `:` and a limit: a percentage of the mean
+/// (`10%`), else IOPS (a number), bytes/s (fio's size suffixes) or, for
+/// `lat`, a time, which fio reads in µs (bare numbers and suffixes alike)
+/// and compares with latencies in ns.
+fn parse_steadystate(v: &str, kb: u32) -> Result<crate::steadystate::Criterion, String> {
+    use crate::steadystate::{Criterion, Metric};
+    const KINDS: &str = "iops, iops_slope, bw, bw_slope, lat, lat_slope";
+    let (kind, limit) = match v.split_once(':') {
+        Some((k, l)) => (k.trim(), Some(l.trim())),
+        None => (v.trim(), None),
+    };
+    let (metric, slope) = match kind {
+        "iops" => (Metric::Iops, false),
+        "iops_slope" => (Metric::Iops, true),
+        "bw" => (Metric::Bw, false),
+        "bw_slope" => (Metric::Bw, true),
+        "lat" => (Metric::Lat, false),
+        "lat_slope" => (Metric::Lat, true),
+        _ => return Err(format!("invalid value '{v}' for steadystate (valid: {KINDS}, then ':' and a limit)")),
+    };
+    let limit = match limit {
+        Some(l) if !l.is_empty() => l,
+        _ => {
+            return Err(format!(
+                "steadystate threshold must be specified in addition to criterion ('{kind}:LIMIT', e.g. '{kind}:1%')"
+            ))
+        }
+    };
+    let bad = |what: &str, e: String| format!("steadystate {what} threshold '{limit}': {e}");
+    let (pct, limit) = if let Some(p) = limit.strip_suffix('%') {
+        let val = p
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| bad("percentage", "not a non-negative number".into()))?;
+        (true, val)
+    } else {
+        let val = match metric {
+            Metric::Iops => limit
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| bad("IOPS", "not a non-negative number".into()))?,
+            Metric::Bw => parse_abs_bytes(limit, kb).map_err(|e| bad("BW", e))? as f64,
+            Metric::Lat => (parse_time_us_default(limit).map_err(|e| bad("latency", e))? / 1_000) as f64,
+        };
+        (false, val)
+    };
+    Ok(Criterion {
+        metric,
+        slope,
+        pct,
+        limit,
+    })
 }
 
 /// A time option fio keeps as an unsigned int of µs; `parse` gives ns.

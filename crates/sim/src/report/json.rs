@@ -162,6 +162,41 @@ fn job(report: &RunReport, j: &JobResult, plus: bool) -> Value {
         o.insert("latency_window".into(), j.latency_window_us.into());
         o.insert("latency_window_us".into(), j.latency_window_us.into());
     }
+    if let Some(ss) = &j.steadystate {
+        o.insert("steadystate".into(), steadystate(ss));
+    }
+    Value::Object(o)
+}
+
+/// fio's `steadystate` object (stat.c `show_thread_status_json`): the
+/// criterion, whether it was met, the last measure, and the ring of
+/// samples oldest first.
+fn steadystate(ss: &crate::steadystate::SsReport) -> Value {
+    use crate::steadystate::Metric;
+    let c = &ss.criterion;
+    let mut o = Map::new();
+    o.insert("ss".into(), c.label().into());
+    o.insert("duration".into(), ss.dur_s.into());
+    o.insert("attained".into(), u64::from(ss.attained).into());
+    o.insert(
+        "criterion".into(),
+        format!("{:.6}{}", ss.value as f32, if c.pct { "%" } else { "" }).into(),
+    );
+    o.insert("max_deviation".into(), float(ss.deviation));
+    o.insert("slope".into(), float(ss.slope));
+    let mut data = Map::new();
+    data.insert("bw_mean".into(), ss.bw_mean().into());
+    data.insert("iops_mean".into(), ss.iops_mean().into());
+    let column = |f: fn(&crate::steadystate::Sample) -> u64| {
+        Value::Array(ss.samples.iter().map(|x| f(x).into()).collect())
+    };
+    if c.metric == Metric::Lat {
+        data.insert("lat_mean".into(), ss.lat_mean().into());
+        data.insert("lat_ns".into(), column(|x| x.lat));
+    }
+    data.insert("iops".into(), column(|x| x.iops));
+    data.insert("bw".into(), column(|x| x.bw));
+    o.insert("data".into(), Value::Object(data));
     Value::Object(o)
 }
 

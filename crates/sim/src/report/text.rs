@@ -214,6 +214,51 @@ fn job_block(report: &RunReport, j: &JobResult, s: &mut String) {
             j.latency_percentile, j.latency_depth
         );
     }
+    if let Some(ss) = &j.steadystate {
+        steadystate_line(ss, s);
+    }
+}
+
+/// fio's `show_ss_normal`: whether steady state was attained, the ring's
+/// mean bandwidth, IOPS (and latency for a latency criterion), and the
+/// last measure.
+fn steadystate_line(ss: &crate::steadystate::SsReport, s: &mut String) {
+    use crate::steadystate::Metric;
+    let bw = ss.bw_mean();
+    let c = &ss.criterion;
+    let lat = if c.metric == Metric::Lat {
+        let mean = ss.lat_mean();
+        // nsec_to_msec / nsec_to_usec with the mean as both min and mean.
+        let (v, unit) = if mean > 2_000_000 {
+            (mean as f64 / 1e6, "msec")
+        } else if mean > 2_000 {
+            (mean as f64 / 1e3, "usec")
+        } else {
+            (mean as f64, "nsec")
+        };
+        format!(
+            ", lat={}{unit}",
+            num2str(v as u64, SIG_FIGS, 1, false, Unit::None)
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "  steadystate  : attained={}, bw={} ({}), iops={}{lat}, {}{}={:.3}{}",
+        if ss.attained { "yes" } else { "no" },
+        num2str(bw / 1024, SIG_FIGS, 1024, true, Unit::BytePerSec),
+        num2str(bw / 1024, SIG_FIGS, 1024, false, Unit::BytePerSec),
+        num2str(ss.iops_mean(), SIG_FIGS, 1, false, Unit::None),
+        match c.metric {
+            Metric::Iops => "iops",
+            Metric::Bw => "bw",
+            Metric::Lat => "lat",
+        },
+        if c.slope { " slope" } else { " mean dev" },
+        ss.value,
+        if c.pct { "%" } else { "" }
+    );
 }
 
 fn scale_down_ns(v: u64) -> (f64, &'static str) {
