@@ -129,6 +129,12 @@ pub struct JobConfig {
     /// How the clone's run depends on other clones and on its own rate
     /// (`wait_for`, `exitall`, `flow`, `rate_min`).
     pub control: Control,
+    /// A clone with several files (`nrfiles`, `filename=a:b`): each file's
+    /// region (first byte on the device, length), the first being `offset`
+    /// and `size`; empty for one file.
+    pub files: Vec<(u64, u64)>,
+    /// `file_service_type`: which file each I/O goes to.
+    pub file_service: crate::fio::FileService,
 }
 
 /// A clone's ties to the others, resolved (see [`crate::fio::JobControl`]).
@@ -392,6 +398,8 @@ impl Default for JobConfig {
             offload: false,
             phase_clock: None,
             control: Control::default(),
+            files: Vec::new(),
+            file_service: Default::default(),
         }
     }
 }
@@ -457,9 +465,32 @@ impl std::fmt::Debug for Replay {
     }
 }
 
+/// One of a clone's files while another is in use: its region and the
+/// offset state it resumes with.
+#[derive(Debug)]
+struct FileSlot {
+    offset: u64,
+    size: u64,
+    pickers: [BlockPicker; 2],
+    seq_pos: [u64; 2],
+    seq_count: [u64; 2],
+    /// Bytes issued to it.
+    issued: u64,
+}
+
 /// Run-time state of one clone.
 #[derive(Debug)]
 pub struct Job {
+    /// Several files: each but the one in use (`None` at `cur_file`).
+    files: Vec<Option<FileSlot>>,
+    /// The file in use.
+    cur_file: usize,
+    /// I/Os left before the next choice of file (fio's `file_service_left`).
+    file_left: u32,
+    /// Bytes issued to the file in use.
+    file_issued: u64,
+    /// Draws files for `file_service_type=random`.
+    file_rng: Pcg64Mcg,
     /// What it does.
     pub cfg: JobConfig,
     /// When it started.
@@ -671,19 +702,19 @@ pub struct IoDone {
 }
 
 impl Job {
-    /// A job that has not started.
-    pub fn new(cfg: JobConfig) -> Job {
+    /// The offset pickers of a region of `size` bytes, per direction.
+    fn make_pickers(cfg: &JobConfig, size: u64, salt: u64) -> [BlockPicker; 2] {
         let picker = |dir: usize, salt: u64| {
             let seed = cfg.seed ^ salt;
             if !cfg.rw.is_random() {
                 let bs = cfg.bs[dir].max(1);
-                return BlockPicker::sequential((cfg.size / bs).max(1));
+                return BlockPicker::sequential((size / bs).max(1));
             }
             // Random offsets are multiples of the alignment; the last one
             // leaves room for the smallest I/O (fio's `last_block`, with the
             // retry of `io_u_fits` folded in).
             let bs = cfg.random_unit(dir);
-            let nblocks = (cfg.size.saturating_sub(cfg.bs[dir]) / bs + 1).max(1);
+            let nblocks = (size.saturating_sub(cfg.bs[dir]) / bs + 1).max(1);
             let skewed = match &cfg.random_dist {
                 RandomDist::Random => None,
                 RandomDist::Zipf { theta, center } => {
@@ -733,10 +764,31 @@ impl Job {
                 None => BlockPicker::random(nblocks, seed, !cfg.norandommap),
             }
         };
-        let pickers = [
-            picker(0, 0x5EED_0000_0000_0001),
-            picker(1, 0x5EED_0000_0000_0002),
-        ];
+        [
+            picker(0, 0x5EED_0000_0000_0001 ^ salt),
+            picker(1, 0x5EED_0000_0000_0002 ^ salt),
+        ]
+    }
+
+    /// A job that has not started.
+    pub fn new(cfg: JobConfig) -> Job {
+        let pickers = Job::make_pickers(&cfg, cfg.size, 0);
+        let files = cfg
+            .files
+            .iter()
+            .enumerate()
+            .map(|(k, &(offset, size))| {
+                (k > 0).then(|| FileSlot {
+                    offset,
+                    size,
+                    pickers: Job::make_pickers(&cfg, size, (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                    seq_pos: [0; 2],
+                    seq_count: [0; 2],
+                    issued: 0,
+                })
+            })
+            .collect();
+
         let depth = cfg.depth.max(1);
         let replay = cfg.replay.as_ref().map(|src| Replay {
             stream: src.open(),
@@ -746,6 +798,11 @@ impl Job {
             sync: false,
         });
         Job {
+            files,
+            cur_file: 0,
+            file_left: 0,
+            file_issued: 0,
+            file_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xF11E),
             replay,
             dir_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xD1E),
             pickers,
@@ -1534,6 +1591,9 @@ impl Job {
             return None;
         }
         let unit = self.free_units.pop()?;
+        if !self.files.is_empty() {
+            self.next_file();
+        }
         let (rel, bs) = self.next_extent(dir.idx());
         let byte = self.cfg.offset + rel;
         let remaining = self.cfg.io_limit.saturating_sub(self.issued_bytes);
@@ -1554,6 +1614,7 @@ impl Job {
         self.inflight += 1;
         self.writes_issued += (dir == Dir::Write) as u64;
         self.issued_bytes += bytes;
+        self.file_issued += bytes;
         self.issued_ios += 1;
         self.last_dir = dir;
         if let Some(v) = self.cfg.verify {
@@ -1727,6 +1788,82 @@ impl Job {
             cgroup: self.cfg.cgroup,
             owner: owner(job_idx, unit),
         })
+    }
+
+    /// A file's I/O is done (fio closes it): a job not `time_based` has
+    /// issued the file's length to it. A time-based job's files wrap and
+    /// are never done.
+    fn file_done(&self, len: u64, issued: u64) -> bool {
+        !self.cfg.time_based && issued >= len
+    }
+
+    /// io_u.c `__get_next_file`: `sequential` stays on a file until its I/O
+    /// is done; `roundrobin` and `random` choose again after
+    /// `file_service_nr` I/Os, skipping files that are done.
+    fn next_file(&mut self) {
+        use crate::fio::FileServiceKind as K;
+        let n = self.files.len();
+        let mut cur_done = self.file_done(self.cfg.size, self.file_issued);
+        let all_done = cur_done
+            && self
+                .files
+                .iter()
+                .flatten()
+                .all(|f| self.file_done(f.size, f.issued));
+        if all_done {
+            // The next loop: fio opens every file again.
+            self.file_issued = 0;
+            for f in self.files.iter_mut().flatten() {
+                f.issued = 0;
+            }
+            cur_done = false;
+        }
+        let svc = self.cfg.file_service;
+        let first = self.issued_ios == 0;
+        if !first && !cur_done {
+            if svc.kind == K::Sequential {
+                return;
+            }
+            if self.file_left > 0 {
+                self.file_left -= 1;
+                return;
+            }
+        }
+        let open = |job: &Job, k: usize| match &job.files[k] {
+            Some(f) => !job.file_done(f.size, f.issued),
+            None => !cur_done,
+        };
+        let next = match svc.kind {
+            // The first I/O goes to the first file.
+            _ if first => 0,
+            K::Random => {
+                let pick = self.file_rng.gen_range(0..n);
+                (0..n).map(|i| (pick + i) % n).find(|&k| open(self, k))
+                    .unwrap_or(self.cur_file)
+            }
+            K::RoundRobin | K::Sequential => (1..=n)
+                .map(|i| (self.cur_file + i) % n)
+                .find(|&k| open(self, k))
+                .unwrap_or(self.cur_file),
+        };
+        self.file_left = svc.nr.saturating_sub(1);
+        self.switch_file(next);
+    }
+
+    /// Make file `k` the one in use, keeping the current one's state.
+    fn switch_file(&mut self, k: usize) {
+        if k == self.cur_file {
+            return;
+        }
+        let mut slot = self.files[k].take().expect("a file not in use has its slot");
+        std::mem::swap(&mut self.cfg.offset, &mut slot.offset);
+        std::mem::swap(&mut self.cfg.size, &mut slot.size);
+        std::mem::swap(&mut self.pickers, &mut slot.pickers);
+        std::mem::swap(&mut self.seq_pos, &mut slot.seq_pos);
+        std::mem::swap(&mut self.seq_count, &mut slot.seq_count);
+        std::mem::swap(&mut self.file_issued, &mut slot.issued);
+        self.files[self.cur_file] = Some(slot);
+        self.cur_file = k;
     }
 
     /// Where the next I/O in direction `d` goes (bytes into the region) and its

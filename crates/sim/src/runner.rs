@@ -285,14 +285,21 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             groupid += 1;
         }
         check_alignment(spec)?;
-        let clone_region = |c: u32| {
-            let ext = layout[k][c as usize];
+        // Per clone: each file's region (start on the device, length).
+        let clone_regions = |c: u32| -> Result<Vec<(u64, u64)>, RunError> {
+            let exts = &layout[k][c as usize];
             let off = spec.offset.saturating_add(
                 files::subjob_number(c, spec.numjobs).saturating_mul(spec.files.offset_increment),
             );
-            region(spec, ext, off, &info.name).map(|size| (ext.start + off, size))
+            exts.iter()
+                .map(|ext| {
+                    region(spec, *ext, off, &info.name, exts.len() as u64)
+                        .map(|size| (ext.start + off, size))
+                })
+                .collect()
         };
-        let (_, size) = clone_region(0)?;
+        let total = |r: &[(u64, u64)]| r.iter().map(|x| x.1).sum::<u64>();
+        let size = total(&clone_regions(0)?);
         check_region(spec, size, &sim)?;
         let cgroup = job_cgroup(spec, &mut cgroups, &mut weight_set)?;
         let ioprio = job_ioprio(spec);
@@ -357,7 +364,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         };
         for c in 0..spec.numjobs {
             let idx = clones.len() as u32;
-            let (offset, size) = clone_region(c)?;
+            let regions = clone_regions(c)?;
+            let (offset, size) = regions[0];
             recording.push((recorder.clone(), log_prio));
             let mut target = |kind, prefix: &Option<String>, off: bool| {
                 let avg = match kind {
@@ -397,6 +405,31 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                     time_based,
                 },
             );
+            if regions.len() > 1 {
+                if let Some(o) = spec.files.openfiles.filter(|&o| (o as usize) < regions.len()) {
+                    return Err(job_err(
+                        spec,
+                        format!(
+                            "openfiles={o} with {} files (fio then closes a file when its I/O \
+                             is done and opens the next) is not modeled yet; leave openfiles at \
+                             the number of files",
+                            regions.len()
+                        ),
+                    ));
+                }
+                if spec.verify.is_some() {
+                    return Err(job_err(
+                        spec,
+                        "verify with several files per job is not modeled yet",
+                    ));
+                }
+                cfg.io_limit = spec
+                    .io_size
+                    .unwrap_or(total(&regions))
+                    .saturating_mul(u64::from(spec.loops));
+                cfg.files = regions;
+                cfg.file_service = spec.files.service;
+            }
             let replay = (!replays.is_empty()).then(|| &replays[c as usize % replays.len()]);
             write_iologs.push(spec.iolog.write.as_ref().map(|w| {
                 let name = spec
@@ -626,6 +659,8 @@ fn clone_config(spec: &JobSpec, opts: &RunOptions, p: Placement) -> JobConfig {
         replay: None,
         // Resolved once every clone is known (`resolve_control`).
         control: crate::job::Control::default(),
+        files: Vec::new(),
+        file_service: Default::default(),
     }
 }
 
@@ -1096,10 +1131,17 @@ fn check_io_modes(input: &FioInput) -> Result<(), RunError> {
     Ok(())
 }
 
-/// The size of a clone's region in its file (or the device): `size`, a
-/// percentage of what follows `offset`, or all of it (`fill_device`, no
-/// size); `offset` is bytes into the file.
-fn region(spec: &JobSpec, file: files::Extent, offset: u64, dev: &str) -> Result<u64, RunError> {
+/// The size of a clone's region in one of its `nfiles` files (or the
+/// device): `size` (shared out among the files, as fio gives each
+/// `size / nrfiles`), a percentage of what follows `offset`, or all of it
+/// (`fill_device`, no size); `offset` is bytes into the file.
+fn region(
+    spec: &JobSpec,
+    file: files::Extent,
+    offset: u64,
+    dev: &str,
+    nfiles: u64,
+) -> Result<u64, RunError> {
     let what = if file.start == 0
         && spec
             .filename
@@ -1123,7 +1165,7 @@ fn region(spec: &JobSpec, file: files::Extent, offset: u64, dev: &str) -> Result
     let size = match spec.size {
         _ if spec.files.fill_device => rest,
         None => rest,
-        Some(SizeSpec::Bytes(b)) => b,
+        Some(SizeSpec::Bytes(b)) => b / nfiles.max(1),
         Some(SizeSpec::Percent(p)) => rest * p as u64 / 100 / 512 * 512,
     };
     if size > rest {

@@ -772,6 +772,48 @@ pub struct FileSpec {
     /// `offset_increment`: clone *n* of the job starts this many bytes × *n*
     /// further (fio's `subjob_number`).
     pub offset_increment: u64,
+    /// `filename=a:b:...`: the names after the first (`JobSpec::filename`).
+    pub more_names: Vec<String>,
+    /// `nrfiles` (default 1): files per clone for a job without `filename`.
+    pub nrfiles: u32,
+    /// `filename_format` (default `$jobname.$jobnum.$filenum`).
+    pub filename_format: Option<String>,
+    /// `file_service_type`: which file each I/O goes to.
+    pub service: FileService,
+    /// `openfiles` (default: all the job's files).
+    pub openfiles: Option<u32>,
+}
+
+/// fio's `file_service_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileService {
+    /// How the next file is chosen.
+    pub kind: FileServiceKind,
+    /// I/Os to a file before the next choice (`roundrobin:N`, `random:N`).
+    pub nr: u32,
+}
+
+impl Default for FileService {
+    /// fio's default, `roundrobin` switching after every I/O.
+    fn default() -> Self {
+        FileService {
+            kind: FileServiceKind::RoundRobin,
+            nr: 1,
+        }
+    }
+}
+
+/// How a job with several files chooses the next one (io_u.c
+/// `__get_next_file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileServiceKind {
+    /// `roundrobin` (the default): the files in turn.
+    #[default]
+    RoundRobin,
+    /// `random`: a file drawn uniformly.
+    Random,
+    /// `sequential`: each file until its I/O is done.
+    Sequential,
 }
 
 /// fio's write-then-verify pattern for a job that writes (backend.c

@@ -302,7 +302,7 @@ static OPTIONS: &[OptDef] = &[
     m("directory", NONE, R),
     OptDef {
         prio: -1,
-        ..nm("filename_format", NONE, R, NONE)
+        ..m("filename_format", NONE, R)
     },
     OptDef {
         prio: 1,
@@ -328,9 +328,9 @@ static OPTIONS: &[OptDef] = &[
     nm("spr_cs", NONE, R, NONE),
     nm("percentage_random", NONE, R, &["100"]),
     nm("percentage_sequential", NONE, R, NONE),
-    nm("nrfiles", &["nr_files"], R, ONE),
-    nm("openfiles", NONE, R, NONE),
-    nm("file_service_type", NONE, R, &["roundrobin"]),
+    m("nrfiles", &["nr_files"], R),
+    m("openfiles", NONE, R),
+    m("file_service_type", NONE, R),
     // fio's own file preparation; "none" (or "0") makes none, as iosched
     // does (its files are laid out whole, see docs/fio.md "Files").
     nm("fallocate", NONE, R, &["none", "0"]),
@@ -574,6 +574,12 @@ pub(crate) struct JobState {
     random_sequence_stride: bool,
     control: JobControl,
     /// `steadystate` and its settings, µs as fio keeps them.
+    /// `filename=a:b`: the names after the first.
+    more_files: Vec<String>,
+    nrfiles: u32,
+    openfiles: Option<u32>,
+    filename_format: Option<String>,
+    file_service: super::FileService,
     ss_criterion: crate::steadystate::Criterion,
     ss_dur_us: u64,
     ss_ramp_us: u64,
@@ -663,6 +669,11 @@ impl Default for JobState {
                 latency_percentile: 100.0,
                 ..JobControl::default()
             },
+            more_files: Vec::new(),
+            nrfiles: 1,
+            openfiles: None,
+            filename_format: None,
+            file_service: super::FileService::default(),
             ss_criterion: crate::steadystate::Criterion::default(),
             ss_dur_us: 0,
             ss_ramp_us: 0,
@@ -823,7 +834,11 @@ impl JobState {
         };
         match name {
             "name" => self.name = Some(v.to_string()),
-            "filename" => self.filename = Some(parse_filename(v)?),
+            "filename" => {
+                let mut names = parse_filenames(v)?;
+                self.filename = Some(names.remove(0));
+                self.more_files = names;
+            }
             "rw" => {
                 let (mode, suffix) = match v.split_once(':') {
                     Some((m, s)) => (m.trim(), Some(s.trim())),
@@ -1167,6 +1182,10 @@ impl JobState {
                 })
             }
             "fill_device" => self.fill_device = parse_bool(v)?,
+            "nrfiles" => self.nrfiles = int(1, U32_MAX)? as u32,
+            "openfiles" => self.openfiles = Some(int(1, U32_MAX)? as u32),
+            "filename_format" => self.filename_format = Some(v.to_string()),
+            "file_service_type" => self.file_service = parse_file_service(v)?,
             "random_sequence_stride" => self.random_sequence_stride = parse_bool(v)?,
             "io_submit_mode" => {
                 self.offload = match v {
@@ -1417,6 +1436,11 @@ impl JobState {
             rate,
             iolog: self.iolog.clone(),
             files: FileSpec {
+                more_names: self.more_files.clone(),
+                nrfiles: self.nrfiles,
+                filename_format: self.filename_format.clone(),
+                service: self.file_service,
+                openfiles: self.openfiles,
                 directory: self.directory.clone(),
                 filesize: self.filesize,
                 fill_device: self.fill_device,
@@ -1757,9 +1781,12 @@ fn unmodelled_engine(name: &str) -> Option<&'static str> {
 }
 
 /// fio separates several files with ':' (escaped as '\:'); one file only.
-fn parse_filename(v: &str) -> Result<String, String> {
+fn parse_filenames(v: &str) -> Result<Vec<String>, String> {
+    // fio's get_next_str: ':' separates names, '\\:' is a colon in a name,
+    // empty names are skipped.
+    let mut names = Vec::new();
     let mut out = String::with_capacity(v.len());
-    let mut chars = v.chars().peekable();
+    let mut chars = v.trim().chars().peekable();
     while let Some(c) = chars.next() {
         match c {
             '\\' if chars.peek() == Some(&':') => {
@@ -1767,14 +1794,65 @@ fn parse_filename(v: &str) -> Result<String, String> {
                 chars.next();
             }
             ':' => {
-                return Err(format!(
-                    "several files in filename ('{v}') are not modeled yet"
-                ))
+                if !out.is_empty() {
+                    names.push(std::mem::take(&mut out));
+                }
             }
             _ => out.push(c),
         }
     }
-    Ok(out)
+    if !out.is_empty() {
+        names.push(out);
+    }
+    if names.is_empty() {
+        return Err(format!("no file name in filename ('{v}')"));
+    }
+    if names.len() > 1 && names.iter().any(|n| n.starts_with("/dev/")) {
+        return Err(format!(
+            "several files in filename ('{v}') with a device among them: iosched simulates one \
+             device (name one device, or files on its file system)"
+        ));
+    }
+    Ok(names)
+}
+
+/// fio's `str_fst_cb`: `roundrobin` and `random` with an optional `:N` (I/Os
+/// before the next file, default 1), or `sequential`.
+fn parse_file_service(v: &str) -> Result<super::FileService, String> {
+    use super::{FileService, FileServiceKind};
+    let (kind, nr) = match v.split_once(':') {
+        Some((k, n)) => (k.trim(), Some(n.trim())),
+        None => (v.trim(), None),
+    };
+    let kind = match kind {
+        "roundrobin" => FileServiceKind::RoundRobin,
+        "random" => FileServiceKind::Random,
+        "sequential" => FileServiceKind::Sequential,
+        "zipf" | "pareto" | "normal" | "gauss" => {
+            return Err(format!(
+                "file_service_type={kind} (a skewed choice of file) is not modeled yet; use \
+                 roundrobin, random or sequential"
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "invalid value '{v}' for file_service_type (valid: roundrobin, random, \
+                 sequential, zipf, pareto, normal, gauss)"
+            ))
+        }
+    };
+    let nr = match nr {
+        None => 1,
+        Some(n) => match parse_plain_uint(n) {
+            Ok(n) if (1..=U32_MAX).contains(&n) => n as u32,
+            _ => {
+                return Err(format!(
+                    "invalid file_service_type count in '{v}' (an integer of at least 1)"
+                ))
+            }
+        },
+    };
+    Ok(FileService { kind, nr })
 }
 
 /// The per-direction parts of `R[,W[,T]]` (fio's rule for `bs`, `bsrange`,
