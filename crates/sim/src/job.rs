@@ -538,6 +538,11 @@ pub struct Job {
     think_check_pending: bool,
     /// A thinktime or rate stall in progress.
     stall: Stall,
+    /// The number of the last sleep begun, when it began, and how long it
+    /// was to last (ns).
+    pub stall_seq: u32,
+    pub stall_since: Ns,
+    stall_len: u64,
     /// The block count at the last thinktime stall (fio's `last_thinktime_blocks`).
     last_think_blocks: u64,
     /// When the last thinktime stall ended (fio's `last_thinktime`).
@@ -819,6 +824,9 @@ impl Job {
             reaped_ios: 0,
             think_check_pending: false,
             stall: Stall::None,
+            stall_seq: 0,
+            stall_since: Ns::ZERO,
+            stall_len: 0,
             last_think_blocks: 0,
             last_think_at: Ns::ZERO,
             last_dir: Dir::Read,
@@ -1347,7 +1355,19 @@ impl Job {
                 dur
             }
         };
+        self.stall_len = dur;
         Some(dur)
+    }
+
+    /// Asleep in fio's `usec_sleep` (a rate, flow or thinktime sleep): how
+    /// long the sleep was to last, ns.
+    pub fn usec_sleeping(&self) -> Option<u64> {
+        match self.stall {
+            Stall::Sleeping(StallKind::Rate(_) | StallKind::Flow(_) | StallKind::Think) => {
+                Some(self.stall_len)
+            }
+            _ => None,
+        }
     }
 
     /// The stall that started `slept` ns ago is over.

@@ -68,7 +68,9 @@ enum Ev {
     /// The job's thread finished the CPU work of submitting its next I/O (or batch).
     JobCpu(usize),
     /// The job's thinktime or rate stall, which lasted this long (ns), ends.
-    StallEnd(usize, u64),
+    /// The third field is the stall's number: a stall cut short by a
+    /// termination leaves its original end stale.
+    StallEnd(usize, u64, u32),
     /// The job's buffered write in this I/O unit has copied its data into the
     /// page cache (`balance_dirty_pages` comes next).
     CopyDone(usize, u32),
@@ -484,6 +486,11 @@ impl Simulation {
                 // fio has exited: what the flusher does next is not the run's.
                 continue;
             }
+            if let Ev::StallEnd(j, _, n) = ev {
+                if n != self.jobs[j].stall_seq {
+                    continue;
+                }
+            }
             if matches!(ev, Ev::SsCheck(_)) && !self.steady_pending() {
                 // Every job that checks has exited: the check has no effect.
                 continue;
@@ -567,7 +574,7 @@ impl Simulation {
                     self.schedule_cpu(j, now);
                     self.maybe_finish(j, now, obs);
                 }
-                Ev::StallEnd(j, slept) => {
+                Ev::StallEnd(j, slept, _) => {
                     self.jobs[j].end_stall(now, slept);
                     self.fill(j, now, obs);
                     self.maybe_finish(j, now, obs);
@@ -730,6 +737,7 @@ impl Simulation {
         }
         if self.jobs[k].started {
             self.jobs[k].stopping = true;
+            self.cut_sleep(k, now);
             self.maybe_finish(k, now, obs);
         } else if self.syncs[k].is_none() {
             self.finish_unstarted(k, now, obs);
@@ -737,6 +745,25 @@ impl Simulation {
             // Its page cache is being written back before its clock
             // starts: it starts stopped, and exits at once.
             self.jobs[k].stopping = true;
+        }
+    }
+
+    /// A terminated job asleep in fio's `usec_sleep` (a rate, flow or
+    /// thinktime sleep) wakes at the end of the second it is in: fio sleeps
+    /// in chunks of at most 1 s and checks `td->terminate` after each.
+    fn cut_sleep(&mut self, k: usize, now: Ns) {
+        const CHUNK_NS: u64 = 1_000_000_000;
+        let job = &mut self.jobs[k];
+        let Some(len) = job.usec_sleeping() else {
+            return;
+        };
+        let since = job.stall_since;
+        let chunks = now.0.saturating_sub(since.0).div_ceil(CHUNK_NS).max(1);
+        let cut = chunks.saturating_mul(CHUNK_NS);
+        if cut < len {
+            job.stall_seq = job.stall_seq.wrapping_add(1);
+            self.events
+                .push(since.add(cut), Ev::StallEnd(k, cut, job.stall_seq));
         }
     }
 
@@ -1526,7 +1553,11 @@ impl Simulation {
             .runtime
             .map(|rt| self.jobs[j].start.add(cfg.ramp_time + rt));
         if let Some(dur) = self.jobs[j].start_stall(now, limit) {
-            self.events.push(now.add(dur), Ev::StallEnd(j, dur));
+            let job = &mut self.jobs[j];
+            job.stall_seq = job.stall_seq.wrapping_add(1);
+            job.stall_since = now;
+            self.events
+                .push(now.add(dur), Ev::StallEnd(j, dur, job.stall_seq));
         }
     }
 
