@@ -135,6 +135,9 @@ pub struct JobConfig {
     pub files: Vec<(u64, u64)>,
     /// `file_service_type`: which file each I/O goes to.
     pub file_service: crate::fio::FileService,
+    /// fio's cmdprio (libaio, io_uring): a share of the I/Os carries its
+    /// own priority.
+    pub cmdprio: Option<Arc<crate::fio::CmdPrio>>,
 }
 
 /// A clone's ties to the others, resolved (see [`crate::fio::JobControl`]).
@@ -400,6 +403,7 @@ impl Default for JobConfig {
             control: Control::default(),
             files: Vec::new(),
             file_service: Default::default(),
+            cmdprio: None,
         }
     }
 }
@@ -441,6 +445,8 @@ struct IoUnit {
     dir: u8,
     sync: bool,
     trim: bool,
+    /// The priority cmdprio gave it (its ioprio value), if any.
+    prio: Option<u16>,
 }
 
 /// A replaying job's stream, with what it is waiting to issue.
@@ -491,6 +497,8 @@ pub struct Job {
     file_issued: u64,
     /// Draws files for `file_service_type=random`.
     file_rng: Pcg64Mcg,
+    /// Draws cmdprio's choices (fio's `prio_state`).
+    prio_rng: Pcg64Mcg,
     /// What it does.
     pub cfg: JobConfig,
     /// When it started.
@@ -704,6 +712,8 @@ pub struct IoDone {
     pub offset: u64,
     /// A discard (counted as a write in `dir`).
     pub trim: bool,
+    /// The ioprio value cmdprio gave it; `None`: the job's own priority.
+    pub prio: Option<u16>,
 }
 
 impl Job {
@@ -808,6 +818,7 @@ impl Job {
             file_left: 0,
             file_issued: 0,
             file_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xF11E),
+            prio_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0x9210),
             replay,
             dir_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xD1E),
             pickers,
@@ -1494,6 +1505,7 @@ impl Job {
             dir: 1,
             sync: true,
             trim: false,
+            prio: None,
         };
         if let Some(r) = self.replay.as_mut() {
             r.sync = false;
@@ -1622,6 +1634,7 @@ impl Job {
         } else {
             bs.min(remaining.max(1))
         };
+        let prio = self.cmdprio_pick(dir, bytes);
         self.units[unit as usize] = IoUnit {
             submit: Ns(now.0.saturating_sub(self.cfg.submit_cost_ns)),
             issue: now,
@@ -1630,6 +1643,7 @@ impl Job {
             dir: dir as u8,
             sync: false,
             trim: false,
+            prio: prio.map(|e| e.value()),
         };
         self.inflight += 1;
         self.writes_issued += (dir == Dir::Write) as u64;
@@ -1674,17 +1688,46 @@ impl Job {
             }
             Dir::Write => (Op::Write, ReqFlags::SYNC | ReqFlags::IDLE),
         };
+        let ioprio = match prio {
+            Some(e) => IoPrio {
+                class: blk::IoClass::from_number(e.class).unwrap_or_default(),
+                level: e.level,
+            },
+            None => self.cfg.ioprio,
+        };
         Some(Bio {
             op,
             flags,
             sector: Sector::from_bytes(byte),
             nr_sectors: (bytes / Sector::SIZE).max(1) as u32,
-            ioprio: self.cfg.ioprio,
+            ioprio,
             pid: self.cfg.pid,
             cpu: self.cfg.cpu,
             cgroup: self.cfg.cgroup,
             owner: owner(job_idx, unit),
         })
+    }
+
+    /// cmdprio.c `fio_cmdprio_set_ioprio`: the I/O's share (its size's, with
+    /// `cmdprio_bssplit`) against a draw from 0 to 99; under it, the entry
+    /// the draw falls in gives the I/O its priority.
+    fn cmdprio_pick(&mut self, dir: Dir, bytes: u64) -> Option<crate::fio::CmdPrioEntry> {
+        let cp = self.cfg.cmdprio.as_ref()?;
+        let entries = &cp.dirs[dir.idx()];
+        let matching = || entries.iter().filter(|e| e.bs.is_none_or(|b| b == bytes));
+        let total: u32 = matching().map(|e| e.perc).sum();
+        if total == 0 {
+            return None;
+        }
+        let draw = self.prio_rng.gen_range(0..100u32);
+        if draw >= total {
+            return None;
+        }
+        let mut acc = 0;
+        matching().find(|e| {
+            acc += e.perc;
+            draw < acc
+        }).copied()
     }
 
     /// The I/O in flight in `unit` (as [`Job::complete`] will report it).
@@ -1697,6 +1740,7 @@ impl Job {
             issue: u.issue,
             offset: u.offset,
             trim: u.trim,
+            prio: u.prio,
         }
     }
 
@@ -1783,6 +1827,7 @@ impl Job {
             dir: dir as u8,
             sync: false,
             trim,
+            prio: None,
         };
         self.inflight += 1;
         self.writes_issued += (dir == Dir::Write && !trim) as u64;
@@ -2136,6 +2181,7 @@ impl Job {
             dir: 0,
             sync: false,
             trim: false,
+            prio: None,
         };
         self.inflight += 1;
         self.last_dir = Dir::Read;

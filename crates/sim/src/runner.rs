@@ -354,6 +354,7 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             record_slat: spec.ioengine.is_async(),
             bw_avg_ms,
             iops_avg_ms,
+            prios: spec.cmdprio.as_ref().map(|cp| prio_config(cp, log_prio, spec)),
         };
         let params = |avg_msec| LogParams {
             avg_msec,
@@ -486,6 +487,26 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         replay_notes,
         write_iologs,
     })
+}
+
+/// The priorities a cmdprio job's statistics keep apart, in fio's order
+/// (cmdprio.c `init_cmdprio_values` / `assign_clat_prio_index`): the job's
+/// own at index 0, then each new one as its options list it.
+fn prio_config(cp: &crate::fio::CmdPrio, default: u16, spec: &JobSpec) -> crate::stats::PrioConfig {
+    let order = |d: usize| {
+        let mut v = vec![default];
+        for e in cp.dirs.get(d).into_iter().flatten() {
+            if !v.contains(&e.value()) {
+                v.push(e.value());
+            }
+        }
+        v
+    };
+    crate::stats::PrioConfig {
+        order: [order(0), order(1), vec![default]],
+        default,
+        use_lat: spec.report.lat_percentiles,
+    }
 }
 
 /// The CPU clone `c` starts on (`cpus_allowed` in turn, else the next CPU
@@ -661,6 +682,7 @@ fn clone_config(spec: &JobSpec, opts: &RunOptions, p: Placement) -> JobConfig {
         control: crate::job::Control::default(),
         files: Vec::new(),
         file_service: Default::default(),
+        cmdprio: spec.cmdprio.clone().map(std::sync::Arc::new),
     }
 }
 
@@ -1491,6 +1513,7 @@ impl IoObserver for Collector<'_> {
                 io.submit.0,
                 issue.0,
                 now.0,
+                io.prio,
             );
         }
     }

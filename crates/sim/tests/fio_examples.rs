@@ -33,14 +33,8 @@ const EXAMPLES: &[(&str, Class)] = &[
         "butterfly.fio",
         Refused("/tmp/testfile: the file does not exist on the simulated file system"),
     ),
-    (
-        "cmdprio-bssplit.fio",
-        Refused("option 'cmdprio_bssplit' is not modeled yet"),
-    ),
-    (
-        "cmdprio-percentage.fio",
-        Refused("option 'cmdprio_percentage' is not modeled yet"),
-    ),
+    ("cmdprio-bssplit.fio", Runs),
+    ("cmdprio-percentage.fio", Runs),
     ("cross-stripe-verify.fio", Runs),
     ("dedupe-global.fio", Runs),
     ("disk-zone-profile.fio", Refused(ZONED)),

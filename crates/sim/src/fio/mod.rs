@@ -661,6 +661,9 @@ pub struct JobSpec {
     /// How the job's run depends on other jobs' and on its own measured rate
     /// (`wait_for`, `exitall`, `flow`, `rate_min`, ...).
     pub control: JobControl,
+    /// fio's per-I/O priorities (`cmdprio_percentage` / `cmdprio_bssplit`
+    /// with `cmdprio_class`, `cmdprio`, `cmdprio_hint`).
+    pub cmdprio: Option<CmdPrio>,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.
@@ -782,6 +785,38 @@ pub struct FileSpec {
     pub service: FileService,
     /// `openfiles` (default: all the job's files).
     pub openfiles: Option<u32>,
+}
+
+/// fio's cmdprio.c: which I/Os of a libaio or io_uring job carry their own
+/// priority instead of the job's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CmdPrio {
+    /// Per direction (read, write): the entries. A `cmdprio_percentage`
+    /// job has one without a block size; a `cmdprio_bssplit` one has
+    /// entries per block size, sorted by it.
+    pub dirs: [Vec<CmdPrioEntry>; 2],
+}
+
+/// One priority a share of the I/Os (of one block size) gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmdPrioEntry {
+    /// The I/O size it applies to (`None`: every size).
+    pub bs: Option<u64>,
+    /// Percent of those I/Os.
+    pub perc: u32,
+    /// Priority class (1 RT, 2 BE, 3 IDLE; 0 none).
+    pub class: u8,
+    /// Level within the class, 0-7.
+    pub level: u8,
+    /// Priority hint (command duration limits); no effect on the I/O here.
+    pub hint: u16,
+}
+
+impl CmdPrioEntry {
+    /// fio's `ioprio_value(class, level, hint)`.
+    pub fn value(&self) -> u16 {
+        (u16::from(self.class) << 13) | ((self.hint & 0x3ff) << 3) | u16::from(self.level)
+    }
 }
 
 /// fio's `file_service_type`.

@@ -448,10 +448,11 @@ static OPTIONS: &[OptDef] = &[
     nm("uncached", NONE, R, NONE),
     nm("nowait", NONE, R, NONE),
     nm("force_async", NONE, R, NONE),
-    nm("cmdprio_percentage", NONE, R, NONE),
-    nm("cmdprio_class", NONE, R, NONE),
-    nm("cmdprio", NONE, R, NONE),
-    nm("cmdprio_bssplit", NONE, R, NONE),
+    m("cmdprio_percentage", NONE, R),
+    m("cmdprio_class", NONE, R),
+    m("cmdprio", NONE, R),
+    m("cmdprio_hint", NONE, R),
+    m("cmdprio_bssplit", NONE, R),
 ];
 
 /// Every option of the table with its class, for documentation (docs/fio.md
@@ -574,6 +575,13 @@ pub(crate) struct JobState {
     random_sequence_stride: bool,
     control: JobControl,
     /// `steadystate` and its settings, µs as fio keeps them.
+    /// `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `cmdprio_hint`
+    /// per direction (read, write), and `cmdprio_bssplit` as given.
+    cmdprio_perc: [u64; 2],
+    cmdprio_class: [u64; 2],
+    cmdprio_level: [u64; 2],
+    cmdprio_hint: [u64; 2],
+    cmdprio_bssplit: Option<String>,
     /// `filename=a:b`: the names after the first.
     more_files: Vec<String>,
     nrfiles: u32,
@@ -669,6 +677,11 @@ impl Default for JobState {
                 latency_percentile: 100.0,
                 ..JobControl::default()
             },
+            cmdprio_perc: [0; 2],
+            cmdprio_class: [0; 2],
+            cmdprio_level: [0; 2],
+            cmdprio_hint: [0; 2],
+            cmdprio_bssplit: None,
             more_files: Vec::new(),
             nrfiles: 1,
             openfiles: None,
@@ -1182,6 +1195,11 @@ impl JobState {
                 })
             }
             "fill_device" => self.fill_device = parse_bool(v)?,
+            "cmdprio_percentage" => self.cmdprio_perc = cmdprio_dirs(v, kb, 0, 100, name)?,
+            "cmdprio_class" => self.cmdprio_class = cmdprio_dirs(v, kb, 1, 3, name)?,
+            "cmdprio" => self.cmdprio_level = cmdprio_dirs(v, kb, 0, 7, name)?,
+            "cmdprio_hint" => self.cmdprio_hint = cmdprio_dirs(v, kb, 0, 1023, name)?,
+            "cmdprio_bssplit" => self.cmdprio_bssplit = Some(v.to_string()),
             "nrfiles" => self.nrfiles = int(1, U32_MAX)? as u32,
             "openfiles" => self.openfiles = Some(int(1, U32_MAX)? as u32),
             "filename_format" => self.filename_format = Some(v.to_string()),
@@ -1362,6 +1380,7 @@ impl JobState {
         let mut control = self.control.clone();
         control.steadystate = self.steadystate_spec(&name)?;
         control.ss_check_interval_us = self.ss_interval_us;
+        let cmdprio = self.cmdprio_spec(&name)?;
         Ok(JobSpec {
             name,
             source,
@@ -1449,8 +1468,67 @@ impl JobState {
             verify,
             offload: self.offload,
             control,
+            cmdprio,
             options,
         })
+    }
+
+    /// fio's `fio_cmdprio_init`: the per-I/O priorities of a libaio or
+    /// io_uring job (`None` when it sets no percentage).
+    fn cmdprio_spec(&self, name: &str) -> Result<Option<super::CmdPrio>, String> {
+        let bssplit = self.cmdprio_bssplit.as_deref().filter(|s| !s.trim().is_empty());
+        let perc = self.cmdprio_perc.iter().any(|&p| p > 0);
+        if !perc && bssplit.is_none() {
+            return Ok(None);
+        }
+        if perc && bssplit.is_some() {
+            return Err(format!(
+                "job '{name}': cmdprio_percentage and cmdprio_bssplit options are mutually exclusive"
+            ));
+        }
+        if !matches!(self.ioengine, IoEngine::Libaio | IoEngine::IoUring) {
+            return Err(format!(
+                "job '{name}': cmdprio options are options of the libaio and io_uring engines \
+                 (fio's cmdprio.c), not of ioengine={}",
+                self.ioengine.as_str()
+            ));
+        }
+        // An unset class is RT (IOPRIO_CLASS_RT).
+        let class = |d: usize| if self.cmdprio_class[d] == 0 { 1 } else { self.cmdprio_class[d] as u8 };
+        let implicit = |d: usize| (class(d), self.cmdprio_level[d] as u8, self.cmdprio_hint[d] as u16);
+        let dirs = match bssplit {
+            None => [0, 1].map(|d| {
+                let (class, level, hint) = implicit(d);
+                (self.cmdprio_perc[d] > 0)
+                    .then(|| super::CmdPrioEntry {
+                        bs: None,
+                        perc: self.cmdprio_perc[d] as u32,
+                        class,
+                        level,
+                        hint,
+                    })
+                    .into_iter()
+                    .collect()
+            }),
+            Some(b) => {
+                let parts: Vec<&str> = b.split(',').collect();
+                if parts.len() > 3 {
+                    return Err(format!(
+                        "job '{name}': too many directions in cmdprio_bssplit '{b}' (at most read,write,trim)"
+                    ));
+                }
+                let read = parse_cmdprio_bssplit_dir(parts[0], self.kb_base, implicit(0))
+                    .map_err(|e| format!("job '{name}': {e}"))?;
+                let write = match parts.get(1) {
+                    Some(w) => parse_cmdprio_bssplit_dir(w, self.kb_base, implicit(1))
+                        .map_err(|e| format!("job '{name}': {e}"))?,
+                    None => parse_cmdprio_bssplit_dir(parts[0], self.kb_base, implicit(1))
+                        .map_err(|e| format!("job '{name}': {e}"))?,
+                };
+                [read, write]
+            }
+        };
+        Ok(Some(super::CmdPrio { dirs }))
     }
 
     /// fio's `fixup_options` checks of the steady-state settings, and the
@@ -1814,6 +1892,73 @@ fn parse_filenames(v: &str) -> Result<Vec<String>, String> {
         ));
     }
     Ok(names)
+}
+
+/// A cmdprio option's `R[,W]` (fio's `FIO_OPT_INT` with two offsets): one
+/// value for both directions, or one each, within `min..=max`.
+fn cmdprio_dirs(v: &str, kb: u32, min: u64, max: u64, name: &str) -> Result<[u64; 2], String> {
+    let r = parse_per_dir(v, kb, [0; 3], name)?;
+    for x in [r[0], r[1]] {
+        if x < min || x > max {
+            return Err(format!("{name} value {x} is out of range ({min} to {max})"));
+        }
+    }
+    Ok([r[0], r[1]])
+}
+
+/// fio's `split_parse_prio_ddir` for one direction of `cmdprio_bssplit`:
+/// `bs/perc[/class[/level[/hint]]]` entries separated by `:`; a missing
+/// class and level are the `cmdprio_class` / `cmdprio` ones.
+fn parse_cmdprio_bssplit_dir(
+    p: &str,
+    kb: u32,
+    implicit: (u8, u8, u16),
+) -> Result<Vec<super::CmdPrioEntry>, String> {
+    let mut out: Vec<super::CmdPrioEntry> = Vec::new();
+    for e in p.trim().split(':').map(str::trim).filter(|e| !e.is_empty()) {
+        let f: Vec<&str> = e.split('/').map(str::trim).collect();
+        if f.len() < 2 || f.len() > 5 {
+            return Err(format!(
+                "cmdprio_bssplit entry '{e}': expected bs/percentage[/class[/level[/hint]]]"
+            ));
+        }
+        let bs = parse_abs_bytes(f[0], kb)?;
+        let num = |i: usize, max: u64, what: &str| -> Result<u64, String> {
+            match parse_plain_uint(f[i]) {
+                Ok(n) if n <= max => Ok(n),
+                _ => Err(format!(
+                    "cmdprio_bssplit entry '{e}': {what} '{}' is not an integer from 0 to {max}",
+                    f[i]
+                )),
+            }
+        };
+        let perc = num(1, 100, "percentage")? as u32;
+        let class = if f.len() > 2 { num(2, 3, "class")? as u8 } else { implicit.0 };
+        let level = if f.len() > 3 { num(3, 7, "level")? as u8 } else { implicit.1 };
+        let hint = if f.len() > 4 { num(4, 1023, "hint")? as u16 } else { implicit.2 };
+        out.push(super::CmdPrioEntry {
+            bs: Some(bs),
+            perc,
+            class,
+            level,
+            hint,
+        });
+    }
+    // fio sorts the entries by block size and caps each size's total at 100.
+    out.sort_by_key(|e| e.bs);
+    let mut i = 0;
+    while i < out.len() {
+        let bs = out[i].bs;
+        let total: u32 = out.iter().filter(|e| e.bs == bs).map(|e| e.perc).sum();
+        if total > 100 {
+            return Err(format!(
+                "cmdprio_bssplit total percentage for bs: {} exceeds 100",
+                bs.unwrap_or(0)
+            ));
+        }
+        i += out.iter().filter(|e| e.bs == bs).count();
+    }
+    Ok(out)
 }
 
 /// fio's `str_fst_cb`: `roundrobin` and `random` with an optional `:N` (I/Os

@@ -255,6 +255,25 @@ fn dir(j: &JobResult, d: &DirStats, group_agg: u64, plist: &[f64], plus: bool) -
         lat(&d.clat, j.clat_percentiles, plist, plus),
     );
     o.insert("lat_ns".into(), lat(&d.lat, j.lat_percentiles, plist, plus));
+    // Per-priority latencies when at least two priorities have samples.
+    if d.prios_with_samples().count() >= 2 {
+        let key = if j.lat_percentiles { "lat_ns" } else { "clat_ns" };
+        let prios: Vec<Value> = d
+            .prios_with_samples()
+            .map(|p| {
+                let mut e = Map::new();
+                e.insert("prioclass".into(), u64::from(p.value >> 13).into());
+                e.insert("prio".into(), u64::from(p.value & 7).into());
+                e.insert("priohint".into(), u64::from((p.value >> 3) & 0x3ff).into());
+                e.insert(
+                    key.into(),
+                    lat(&p.lat, j.clat_percentiles || j.lat_percentiles, plist, plus),
+                );
+                Value::Object(e)
+            })
+            .collect();
+        o.insert("prios".into(), Value::Array(prios));
+    }
     let agg = if d.bw.count() > 0 {
         bw_agg_percent(group_agg, d.bw.mean())
     } else {

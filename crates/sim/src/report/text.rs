@@ -300,6 +300,15 @@ fn ddir_status(
     for (name, h) in [("slat", &ds.slat), ("clat", &ds.clat), (" lat", &ds.lat)] {
         display_lat(name, h, s);
     }
+    // Per-priority lines (cmdprio) when at least two priorities have samples.
+    let by_prio = ds.prios_with_samples().count() >= 2;
+    let clat_type = if j.lat_percentiles { "lat" } else { "clat" };
+    let prio_name = |v: u16| format!("{clat_type} prio {}/{}/{}", v >> 13, v & 7, (v >> 3) & 0x3ff);
+    if by_prio {
+        for p in ds.prios_with_samples() {
+            display_lat(&prio_name(p.value), &p.lat, s);
+        }
+    }
     let precision = j.percentile_precision.min(10) as usize;
     for (name, h, on) in [
         ("slat", &ds.slat, j.slat_percentiles),
@@ -308,6 +317,16 @@ fn ddir_status(
     ] {
         if let Some(vals) = percentile_values(h, on, plist) {
             percentiles_block(name, &vals, precision, s);
+        }
+    }
+    if by_prio && (j.clat_percentiles || j.lat_percentiles) {
+        let all = if j.lat_percentiles { ds.lat.count() } else { ds.clat.count() };
+        for p in ds.prios_with_samples() {
+            if let Some(vals) = percentile_values(&p.lat, true, plist) {
+                let share = 100.0 * p.lat.count() as f64 / all.max(1) as f64;
+                let name = format!("{} ({share:.2}% of IOs)", prio_name(p.value));
+                percentiles_block(&name, &vals, precision, s);
+            }
         }
     }
     if ds.bw.count() > 0 {
