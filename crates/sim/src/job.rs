@@ -796,7 +796,11 @@ impl Job {
                 (k > 0).then(|| FileSlot {
                     offset,
                     size,
-                    pickers: Job::make_pickers(&cfg, size, (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                    pickers: Job::make_pickers(
+                        &cfg,
+                        size,
+                        (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    ),
                     seq_pos: [0; 2],
                     seq_count: [0; 2],
                     issued: 0,
@@ -1724,10 +1728,12 @@ impl Job {
             return None;
         }
         let mut acc = 0;
-        matching().find(|e| {
-            acc += e.perc;
-            draw < acc
-        }).copied()
+        matching()
+            .find(|e| {
+                acc += e.perc;
+                draw < acc
+            })
+            .copied()
     }
 
     /// The I/O in flight in `unit` (as [`Job::complete`] will report it).
@@ -1903,7 +1909,9 @@ impl Job {
             _ if first => 0,
             K::Random => {
                 let pick = self.file_rng.gen_range(0..n);
-                (0..n).map(|i| (pick + i) % n).find(|&k| open(self, k))
+                (0..n)
+                    .map(|i| (pick + i) % n)
+                    .find(|&k| open(self, k))
                     .unwrap_or(self.cur_file)
             }
             K::RoundRobin | K::Sequential => (1..=n)
@@ -1920,7 +1928,9 @@ impl Job {
         if k == self.cur_file {
             return;
         }
-        let mut slot = self.files[k].take().expect("a file not in use has its slot");
+        let mut slot = self.files[k]
+            .take()
+            .expect("a file not in use has its slot");
         std::mem::swap(&mut self.cfg.offset, &mut slot.offset);
         std::mem::swap(&mut self.cfg.size, &mut slot.size);
         std::mem::swap(&mut self.pickers, &mut slot.pickers);

@@ -354,7 +354,10 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             record_slat: spec.ioengine.is_async(),
             bw_avg_ms,
             iops_avg_ms,
-            prios: spec.cmdprio.as_ref().map(|cp| prio_config(cp, log_prio, spec)),
+            prios: spec
+                .cmdprio
+                .as_ref()
+                .map(|cp| prio_config(cp, log_prio, spec)),
         };
         let params = |avg_msec| LogParams {
             avg_msec,
@@ -407,7 +410,11 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                 },
             );
             if regions.len() > 1 {
-                if let Some(o) = spec.files.openfiles.filter(|&o| (o as usize) < regions.len()) {
+                if let Some(o) = spec
+                    .files
+                    .openfiles
+                    .filter(|&o| (o as usize) < regions.len())
+                {
                     return Err(job_err(
                         spec,
                         format!(

@@ -56,7 +56,11 @@ fn a_share_of_the_ios_gets_the_rt_class_and_mq_deadline_serves_it_first() {
         prios[0].lat.mean()
     );
     // none has no priorities: the two classes wait alike.
-    let r = run_on(&format!("{RANDREAD}[j]\ncmdprio_percentage=25\n"), "hdd-7200", "none");
+    let r = run_on(
+        &format!("{RANDREAD}[j]\ncmdprio_percentage=25\n"),
+        "hdd-7200",
+        "none",
+    );
     let p: Vec<_> = r.jobs[0].stats.read.prios_with_samples().collect();
     let ratio = p[1].lat.mean() / p[0].lat.mean();
     assert!((0.7..1.4).contains(&ratio), "{ratio}");
@@ -73,13 +77,23 @@ fn the_report_has_fio_prios_array_and_lines() {
     let prios = v["jobs"][0]["read"]["prios"].as_array().unwrap();
     assert_eq!(prios.len(), 2);
     assert_eq!(
-        (&prios[0]["prioclass"], &prios[0]["prio"], &prios[0]["priohint"]),
+        (
+            &prios[0]["prioclass"],
+            &prios[0]["prio"],
+            &prios[0]["priohint"]
+        ),
         (&2.into(), &7.into(), &0.into())
     );
-    assert_eq!((&prios[1]["prioclass"], &prios[1]["prio"]), (&3.into(), &2.into()));
+    assert_eq!(
+        (&prios[1]["prioclass"], &prios[1]["prio"]),
+        (&3.into(), &2.into())
+    );
     let n0 = prios[0]["clat_ns"]["N"].as_u64().unwrap();
     let n1 = prios[1]["clat_ns"]["N"].as_u64().unwrap();
-    assert_eq!(n0 + n1, v["jobs"][0]["read"]["clat_ns"]["N"].as_u64().unwrap());
+    assert_eq!(
+        n0 + n1,
+        v["jobs"][0]["read"]["clat_ns"]["N"].as_u64().unwrap()
+    );
     assert!(prios[1]["clat_ns"]["percentile"].is_object());
     let text = sim::report::text::to_string(&r);
     assert!(text.contains("    clat prio 2/7/0 ("), "{text}");
@@ -89,7 +103,11 @@ fn the_report_has_fio_prios_array_and_lines() {
     let r = run_on(&format!("{RANDREAD}runtime=1\n[j]\n"), "ideal", "none");
     let v = sim::report::json::to_value(&r);
     assert!(v["jobs"][0]["read"].get("prios").is_none());
-    let r = run_on(&format!("{RANDREAD}runtime=1\n[j]\ncmdprio_percentage=100\n"), "ideal", "none");
+    let r = run_on(
+        &format!("{RANDREAD}runtime=1\n[j]\ncmdprio_percentage=100\n"),
+        "ideal",
+        "none",
+    );
     let v = sim::report::json::to_value(&r);
     assert!(v["jobs"][0]["read"].get("prios").is_none());
 }
@@ -103,8 +121,14 @@ fn bssplit_gives_each_size_its_share_and_priorities() {
     );
     let r = run_on(&job, "ideal", "none");
     let d = &r.jobs[0].stats.read;
-    let p: Vec<(u16, u64)> = d.prios_with_samples().map(|p| (p.value, p.lat.count())).collect();
-    assert_eq!(p.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, (1 << 13) | 1, (3 << 13) | 2]);
+    let p: Vec<(u16, u64)> = d
+        .prios_with_samples()
+        .map(|p| (p.value, p.lat.count()))
+        .collect();
+    assert_eq!(
+        p.iter().map(|x| x.0).collect::<Vec<_>>(),
+        vec![0, (1 << 13) | 1, (3 << 13) | 2]
+    );
     let total = d.clat.count() as f64;
     let share = |i: usize| p[i].1 as f64 / total;
     assert!((0.55..0.65).contains(&share(0)), "{p:?}");
@@ -117,7 +141,10 @@ fn bad_cmdprio_settings_are_refused() {
     let base = "[j]\nfilename=/dev/sda\ndirect=1\nrw=randread\nioengine=libaio\n";
     for (opts, want) in [
         ("cmdprio_percentage=101", "out of range (0 to 100)"),
-        ("cmdprio_percentage=10\ncmdprio_class=4", "out of range (1 to 3)"),
+        (
+            "cmdprio_percentage=10\ncmdprio_class=4",
+            "out of range (1 to 3)",
+        ),
         ("cmdprio_percentage=10\ncmdprio=8", "out of range (0 to 7)"),
         (
             "cmdprio_percentage=10\ncmdprio_bssplit=4k/10",

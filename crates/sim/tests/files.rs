@@ -81,7 +81,10 @@ fn files_that_do_not_fit_or_have_no_size_are_refused() {
 fn offsets(text: &str) -> Vec<u64> {
     let dir = std::env::temp_dir().join(format!("iosched-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join(format!("{:x}.log", text.len() as u64 * 31 + text.as_bytes()[5] as u64));
+    let log = dir.join(format!(
+        "{:x}.log",
+        text.len() as u64 * 31 + text.as_bytes()[5] as u64
+    ));
     let text = text.replace("LOG", log.to_str().unwrap());
     let input = parse_job_file("f.fio", &text).unwrap();
     let o = RunOptions::new(devices::profile("ideal").unwrap());
@@ -122,8 +125,9 @@ fn several_files_per_job_are_laid_out_and_served_as_fio_serves_them() {
     );
     // size is shared out: 3 files of 32 KiB for size=96k; filename_format
     // names them, filename=a:b names them directly.
-    let r = plan("[j]\nsize=96k\nnrfiles=3\nfilename_format=f.$filenum\n[k]\nfilename=x:y\nsize=8k\n")
-        .unwrap();
+    let r =
+        plan("[j]\nsize=96k\nnrfiles=3\nfilename_format=f.$filenum\n[k]\nfilename=x:y\nsize=8k\n")
+            .unwrap();
     assert_eq!(r, vec![(0, 32768), (3 * 32768, 4096)]);
     // A random service touches every file, and the job transfers its whole size.
     let ofs = offsets(
@@ -140,11 +144,17 @@ fn file_options_refuse_what_is_not_modeled() {
     for (job, want) in [
         ("nrfiles=0", "below the minimum of 1"),
         ("file_service_type=zipf:1.1", "not modeled yet"),
-        ("file_service_type=rr", "invalid value 'rr' for file_service_type"),
+        (
+            "file_service_type=rr",
+            "invalid value 'rr' for file_service_type",
+        ),
         ("file_service_type=random:0", "count"),
         ("openfiles=1\nnrfiles=2", "openfiles=1 with 2 files"),
         ("filename=/dev/sda:/dev/sdb", "with a device among them"),
-        ("filename_format=$clientuid.$filenum\nnrfiles=2", "$clientuid"),
+        (
+            "filename_format=$clientuid.$filenum\nnrfiles=2",
+            "$clientuid",
+        ),
     ] {
         let e = plan(&format!("[j]\nsize=64k\n{job}\n")).unwrap_err();
         assert!(e.starts_with("f.fio:") && e.contains(want), "{job}: {e}");

@@ -25,7 +25,7 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("aio-read.fio", Runs),
     (
         "atomic-verify.fio",
-        Refused("option 'atomic' is not modeled yet"),
+        Refused("option 'atomic': atomic writes (RWF_ATOMIC, REQ_ATOMIC) need a device with atomic write limits"),
     ),
     ("backwards-read.fio", Runs),
     ("basic-verify.fio", Runs),
@@ -63,7 +63,7 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("sequence-distribution.fio", Runs),
     (
         "sprandom.fio",
-        Refused("option 'sprandom' is not modeled yet"),
+        Refused("option 'sprandom': fio's SSD preconditioning order"),
     ),
     ("ssd-steadystate.fio", Runs),
     ("ssd-test.fio", Runs),
@@ -75,8 +75,8 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("tiobench-example.fio", Runs),
     ("waitfor.fio", Runs),
     ("xnvme-compare.fio", Runs),
-    ("xnvme-fdp.fio", Refused("option 'fdp' is not modeled yet")),
-    ("xnvme-pi.fio", Refused("unknown option 'md_per_io_size'")),
+    ("xnvme-fdp.fio", Refused("option 'fdp': NVMe flexible data placement")),
+    ("xnvme-pi.fio", Refused("unknown option 'md_per_io_size': it is an option of the io_uring_cmd and xnvme engines")),
     ("xnvme-zoned.fio", Refused(ZONED)),
     ("zbd-rand-write-trim-gc.fio", Refused(ZONED)),
     ("zbd-rand-write-zone-reset-gc.fio", Refused(ZONED)),

@@ -126,7 +126,11 @@ runtime=30
     assert_eq!(b.stats.read.total_ios, 1);
     // (The sleep starts once the first read has completed, a few µs in;
     // fio rounds the runtime up to ms.)
-    assert!((1000..=1001).contains(&b.stats.read.runtime_ms), "{}", b.stats.read.runtime_ms);
+    assert!(
+        (1000..=1001).contains(&b.stats.read.runtime_ms),
+        "{}",
+        b.stats.read.runtime_ms
+    );
     // The sleep's own end, had it come first, is kept: a 0.5 s sleep.
     let r = run(&format!(
         "{PACED}exitall

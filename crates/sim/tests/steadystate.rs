@@ -60,7 +60,10 @@ fn a_steady_job_ends_after_its_ramp_and_one_full_ring() {
     assert_eq!(o["duration"], 5);
     assert_eq!(o["attained"], 1);
     assert_eq!(o["data"]["iops"].as_array().unwrap().len(), 5);
-    assert!(o["data"].get("lat_ns").is_none(), "only for a latency criterion");
+    assert!(
+        o["data"].get("lat_ns").is_none(),
+        "only for a latency criterion"
+    );
     let text = sim::report::text::to_string(&r);
     let line = text
         .lines()
@@ -109,14 +112,19 @@ fn group_reporting_judges_the_group_and_ends_every_clone() {
     // Without group_reporting each clone has its own ring and ends alone.
     let r = run(&format!("{PACED}[a]\nnumjobs=2\nss=bw:5%\nss_dur=3\n"));
     assert_eq!(r.jobs.len(), 2);
-    assert!(r.jobs.iter().all(|j| j.steadystate.as_ref().unwrap().attained));
+    assert!(r
+        .jobs
+        .iter()
+        .all(|j| j.steadystate.as_ref().unwrap().attained));
 }
 
 #[test]
 fn a_longer_interval_takes_fewer_samples() {
     // ss_interval=2: 6 s make 3 samples, each the I/O of 2 s scaled to
     // a rate per second.
-    let r = run(&format!("{PACED}[a]\nss=iops:1%\nss_dur=6\nss_interval=2\n"));
+    let r = run(&format!(
+        "{PACED}[a]\nss=iops:1%\nss_dur=6\nss_interval=2\n"
+    ));
     let j = &r.jobs[0];
     let ss = j.steadystate.as_ref().unwrap();
     assert_eq!(ss.samples.len(), 3);
@@ -152,12 +160,20 @@ fn no_duration_means_no_detection() {
 #[test]
 fn bad_settings_are_refused_with_their_line() {
     let cases = [
-        ("ss=iopz:1%", "t.fio:2: ", "invalid value 'iopz:1%' for steadystate"),
+        (
+            "ss=iopz:1%",
+            "t.fio:2: ",
+            "invalid value 'iopz:1%' for steadystate",
+        ),
         ("ss=iops", "t.fio:2: ", "threshold must be specified"),
         ("ss=iops:x%", "t.fio:2: ", "percentage threshold 'x%'"),
         ("ss=bw:fast", "t.fio:2: ", "BW threshold 'fast'"),
         ("ss_dur=1500ms", "t.fio:", "must be a multiple of"),
-        ("ss_dur=1", "t.fio:", "must be a multiple of, and longer than"),
+        (
+            "ss_dur=1",
+            "t.fio:",
+            "must be a multiple of, and longer than",
+        ),
         ("ss_dur=4\nss_interval=500ms", "t.fio:", "at least 1s"),
         ("ss_dur=soon", "t.fio:2: ", "malformed number 'soon'"),
     ];
@@ -170,7 +186,10 @@ fn bad_settings_are_refused_with_their_line() {
     let e = refused("[a]\nfilename=/dev/sda\n[b]\nfilename=/dev/sda\nss_interval=2\n");
     assert!(e.contains("t.fio:3") && e.contains("conflicting"), "{e}");
     let e = refused("[a]\nfilename=/dev/sda\nss_dur=3\n[b]\nfilename=/dev/sda\n");
-    assert!(e.contains("t.fio:4") && e.contains("consistent within reporting groups"), "{e}");
+    assert!(
+        e.contains("t.fio:4") && e.contains("consistent within reporting groups"),
+        "{e}"
+    );
     // Behind a new_group, another setting is fine.
     let input = parse_job_file(
         "t.fio",

@@ -257,7 +257,11 @@ fn dir(j: &JobResult, d: &DirStats, group_agg: u64, plist: &[f64], plus: bool) -
     o.insert("lat_ns".into(), lat(&d.lat, j.lat_percentiles, plist, plus));
     // Per-priority latencies when at least two priorities have samples.
     if d.prios_with_samples().count() >= 2 {
-        let key = if j.lat_percentiles { "lat_ns" } else { "clat_ns" };
+        let key = if j.lat_percentiles {
+            "lat_ns"
+        } else {
+            "clat_ns"
+        };
         let prios: Vec<Value> = d
             .prios_with_samples()
             .map(|p| {

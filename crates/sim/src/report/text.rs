@@ -303,7 +303,14 @@ fn ddir_status(
     // Per-priority lines (cmdprio) when at least two priorities have samples.
     let by_prio = ds.prios_with_samples().count() >= 2;
     let clat_type = if j.lat_percentiles { "lat" } else { "clat" };
-    let prio_name = |v: u16| format!("{clat_type} prio {}/{}/{}", v >> 13, v & 7, (v >> 3) & 0x3ff);
+    let prio_name = |v: u16| {
+        format!(
+            "{clat_type} prio {}/{}/{}",
+            v >> 13,
+            v & 7,
+            (v >> 3) & 0x3ff
+        )
+    };
     if by_prio {
         for p in ds.prios_with_samples() {
             display_lat(&prio_name(p.value), &p.lat, s);
@@ -320,7 +327,11 @@ fn ddir_status(
         }
     }
     if by_prio && (j.clat_percentiles || j.lat_percentiles) {
-        let all = if j.lat_percentiles { ds.lat.count() } else { ds.clat.count() };
+        let all = if j.lat_percentiles {
+            ds.lat.count()
+        } else {
+            ds.clat.count()
+        };
         for p in ds.prios_with_samples() {
             if let Some(vals) = percentile_values(&p.lat, true, plist) {
                 let share = 100.0 * p.lat.count() as f64 / all.max(1) as f64;

@@ -96,7 +96,9 @@ impl Simulation {
             }
             prev_group = Some(groupid);
             let (epoch, totals) = (job.epoch(), job.ss_totals());
-            self.jobs[j].ss.check(&ss.spec, now, epoch, totals, &mut sums);
+            self.jobs[j]
+                .ss
+                .check(&ss.spec, now, epoch, totals, &mut sums);
             if (ss.group_reporting && !ss.holder) || sums.counted == 0 {
                 continue;
             }
