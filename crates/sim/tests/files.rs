@@ -118,7 +118,7 @@ fn several_files_per_job_are_laid_out_and_served_as_fio_serves_them() {
         seq
     );
     // `roundrobin:2`: two I/Os per file.
-    let rr2 = vec![0, 4096, k, k + 4096, 2 * k, 2 * k + 4096, 8192, 12288];
+    let rr2 = [0, 4096, k, k + 4096, 2 * k, 2 * k + 4096, 8192, 12288];
     assert_eq!(
         offsets(&job.replace("nrfiles=3", "nrfiles=3\nfile_service_type=roundrobin:2"))[..8],
         rr2[..]

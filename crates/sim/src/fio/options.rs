@@ -2707,8 +2707,11 @@ mod tests {
 
     #[test]
     fn filenames() {
-        assert_eq!(parse_filename("/dev/sdb").unwrap(), "/dev/sdb");
-        assert_eq!(parse_filename("a\\:b").unwrap(), "a:b");
-        assert!(parse_filename("a:b").is_err());
+        assert_eq!(parse_filenames("/dev/sdb").unwrap(), vec!["/dev/sdb"]);
+        assert_eq!(parse_filenames("a\\:b").unwrap(), vec!["a:b"]);
+        // fio's get_next_str: ':' separates, empty names are skipped.
+        assert_eq!(parse_filenames("a::b:").unwrap(), vec!["a", "b"]);
+        assert!(parse_filenames(":").is_err());
+        assert!(parse_filenames("/dev/a:/dev/b").is_err());
     }
 }
