@@ -267,8 +267,8 @@ fn impossible_values() {
         ),
         (
             "notmodeled.fio",
-            "[j]\ndirect=1\nrw=write\nsteadystate=iops:10%\n",
-            "steadystate",
+            "[j]\ndirect=1\nrw=write\nlog_store_compressed=1\n",
+            "log_store_compressed",
         ),
         (
             "bs513.fio",

@@ -131,6 +131,15 @@ pub struct JobConfig {
     /// How the clone's run depends on other clones and on its own rate
     /// (`wait_for`, `exitall`, `flow`, `rate_min`).
     pub control: Control,
+    /// A clone with several files (`nrfiles`, `filename=a:b`): each file's
+    /// region (first byte on the device, length), the first being `offset`
+    /// and `size`; empty for one file.
+    pub files: Vec<(u64, u64)>,
+    /// `file_service_type`: which file each I/O goes to.
+    pub file_service: crate::fio::FileService,
+    /// fio's cmdprio (libaio, io_uring): a share of the I/Os carries its
+    /// own priority.
+    pub cmdprio: Option<Arc<crate::fio::CmdPrio>>,
 }
 
 /// A clone's ties to the others, resolved (see [`crate::fio::JobControl`]).
@@ -153,6 +162,20 @@ pub struct Control {
     pub rate_min: Option<RateMin>,
     /// `latency_target` and its settings.
     pub latency: Option<LatencyTarget>,
+    /// `steadystate`: the detector's settings and the clone's part in it.
+    pub steadystate: Option<SteadyState>,
+}
+
+/// A clone's part in fio's steady-state detection.
+#[derive(Clone, Copy, Debug)]
+pub struct SteadyState {
+    /// The settings (the same for the clone's whole reporting group).
+    pub spec: crate::steadystate::SsSpec,
+    /// The job has `group_reporting`: its group is judged as one.
+    pub group_reporting: bool,
+    /// The clone keeps the ring: its own, or its group's (the group's last
+    /// clone).
+    pub holder: bool,
 }
 
 /// fio's latency-target search (io_u.c `lat_target_*`): the clone starts at
@@ -381,6 +404,9 @@ impl Default for JobConfig {
             offload: false,
             phase_clock: None,
             control: Control::default(),
+            files: Vec::new(),
+            file_service: Default::default(),
+            cmdprio: None,
         }
     }
 }
@@ -422,6 +448,8 @@ struct IoUnit {
     dir: u8,
     sync: bool,
     trim: bool,
+    /// The priority cmdprio gave it (its ioprio value), if any.
+    prio: Option<u16>,
 }
 
 /// What fio makes of a job's syncs in its report.
@@ -462,9 +490,34 @@ impl std::fmt::Debug for Replay {
     }
 }
 
+/// One of a clone's files while another is in use: its region and the
+/// offset state it resumes with.
+#[derive(Debug)]
+struct FileSlot {
+    offset: u64,
+    size: u64,
+    pickers: [BlockPicker; 2],
+    seq_pos: [u64; 2],
+    seq_count: [u64; 2],
+    /// Bytes issued to it.
+    issued: u64,
+}
+
 /// Run-time state of one clone.
 #[derive(Debug)]
 pub struct Job {
+    /// Several files: each but the one in use (`None` at `cur_file`).
+    files: Vec<Option<FileSlot>>,
+    /// The file in use.
+    cur_file: usize,
+    /// I/Os left before the next choice of file (fio's `file_service_left`).
+    file_left: u32,
+    /// Bytes issued to the file in use.
+    file_issued: u64,
+    /// Draws files for `file_service_type=random`.
+    file_rng: Pcg64Mcg,
+    /// Draws cmdprio's choices (fio's `prio_state`).
+    prio_rng: Pcg64Mcg,
     /// What it does.
     pub cfg: JobConfig,
     /// When it started.
@@ -516,6 +569,11 @@ pub struct Job {
     think_check_pending: bool,
     /// A thinktime or rate stall in progress.
     stall: Stall,
+    /// The number of the last sleep begun, when it began, and how long it
+    /// was to last (ns).
+    pub stall_seq: u32,
+    pub stall_since: Ns,
+    stall_len: u64,
     /// The block count at the last thinktime stall (fio's `last_thinktime_blocks`).
     last_think_blocks: u64,
     /// When the last thinktime stall ended (fio's `last_thinktime`).
@@ -571,6 +629,12 @@ pub struct Job {
     /// end (fio's `this_io_bytes`, `this_io_blocks`).
     done_bytes: [u64; 2],
     done_blocks: [u64; 2],
+    /// Completion latencies of those I/Os: their sum (ns) and count (fio's
+    /// `clat_stat` mean times samples, which the steady-state check reads).
+    clat_sum: f64,
+    clat_samples: u64,
+    /// The steady-state check's view of this clone.
+    pub ss: crate::steadystate::Sampler,
     /// The minimum-rate check's last sample per direction: bytes, I/Os and
     /// when (fio's `last_rate_check_*`).
     rate_check: [(u64, u64, Ns); 2],
@@ -671,22 +735,24 @@ pub struct IoDone {
     pub offset: u64,
     /// A discard (counted as a write in `dir`).
     pub trim: bool,
+    /// The ioprio value cmdprio gave it; `None`: the job's own priority.
+    pub prio: Option<u16>,
 }
 
 impl Job {
-    /// A job that has not started.
-    pub fn new(cfg: JobConfig) -> Job {
+    /// The offset pickers of a region of `size` bytes, per direction.
+    fn make_pickers(cfg: &JobConfig, size: u64, salt: u64) -> [BlockPicker; 2] {
         let picker = |dir: usize, salt: u64| {
             let seed = cfg.seed ^ salt;
             if !cfg.rw.is_random() {
                 let bs = cfg.bs[dir].max(1);
-                return BlockPicker::sequential((cfg.size / bs).max(1));
+                return BlockPicker::sequential((size / bs).max(1));
             }
             // Random offsets are multiples of the alignment; the last one
             // leaves room for the smallest I/O (fio's `last_block`, with the
             // retry of `io_u_fits` folded in).
             let bs = cfg.random_unit(dir);
-            let nblocks = (cfg.size.saturating_sub(cfg.bs[dir]) / bs + 1).max(1);
+            let nblocks = (size.saturating_sub(cfg.bs[dir]) / bs + 1).max(1);
             let skewed = match &cfg.random_dist {
                 RandomDist::Random => None,
                 RandomDist::Zipf { theta, center } => {
@@ -736,10 +802,35 @@ impl Job {
                 None => BlockPicker::random(nblocks, seed, !cfg.norandommap),
             }
         };
-        let pickers = [
-            picker(0, 0x5EED_0000_0000_0001),
-            picker(1, 0x5EED_0000_0000_0002),
-        ];
+        [
+            picker(0, 0x5EED_0000_0000_0001 ^ salt),
+            picker(1, 0x5EED_0000_0000_0002 ^ salt),
+        ]
+    }
+
+    /// A job that has not started.
+    pub fn new(cfg: JobConfig) -> Job {
+        let pickers = Job::make_pickers(&cfg, cfg.size, 0);
+        let files = cfg
+            .files
+            .iter()
+            .enumerate()
+            .map(|(k, &(offset, size))| {
+                (k > 0).then(|| FileSlot {
+                    offset,
+                    size,
+                    pickers: Job::make_pickers(
+                        &cfg,
+                        size,
+                        (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    ),
+                    seq_pos: [0; 2],
+                    seq_count: [0; 2],
+                    issued: 0,
+                })
+            })
+            .collect();
+
         let depth = cfg.depth.max(1);
         let replay = cfg.replay.as_ref().map(|src| Replay {
             stream: src.open(),
@@ -749,6 +840,12 @@ impl Job {
             sync: false,
         });
         Job {
+            files,
+            cur_file: 0,
+            file_left: 0,
+            file_issued: 0,
+            file_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xF11E),
+            prio_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0x9210),
             replay,
             dir_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xD1E),
             pickers,
@@ -767,6 +864,9 @@ impl Job {
             reaped_ios: 0,
             think_check_pending: false,
             stall: Stall::None,
+            stall_seq: 0,
+            stall_since: Ns::ZERO,
+            stall_len: 0,
             last_think_blocks: 0,
             last_think_at: Ns::ZERO,
             last_dir: Dir::Read,
@@ -808,6 +908,9 @@ impl Job {
             flow_waiting: false,
             done_bytes: [0; 2],
             done_blocks: [0; 2],
+            clat_sum: 0.0,
+            clat_samples: 0,
+            ss: Default::default(),
             rate_check: [(0, 0, Ns::ZERO); 2],
             error: None,
             lat_qd: 0,
@@ -1107,8 +1210,26 @@ impl Job {
         self.end = now;
         self.last_think_at = now;
         self.rate_epoch = now;
+        self.ss.restart(now);
         self.lat_init(now);
         self.clock(|c, _| c.open(1, now));
+    }
+
+    /// When the job's clock last started (fio's `epoch`: its start, then its
+    /// ramp's end).
+    pub fn epoch(&self) -> Ns {
+        self.rate_epoch
+    }
+
+    /// What the steady-state check reads: I/Os, bytes and completion
+    /// latencies since the clock started.
+    pub fn ss_totals(&self) -> crate::steadystate::Totals {
+        crate::steadystate::Totals {
+            ios: self.done_blocks.iter().sum(),
+            bytes: self.done_bytes.iter().sum(),
+            clat_sum: self.clat_sum,
+            clat_samples: self.clat_samples,
+        }
     }
 
     /// Update the phase clock, if the job keeps one.
@@ -1129,6 +1250,9 @@ impl Job {
         }
         self.done_bytes = [0; 2];
         self.done_blocks = [0; 2];
+        self.clat_sum = 0.0;
+        self.clat_samples = 0;
+        self.ss.restart(now);
         self.rate_check = [(0, 0, Ns::ZERO); 2];
         self.rate_issue_bytes = [0; 2];
         self.rate_next_us = [0; 2];
@@ -1271,7 +1395,19 @@ impl Job {
                 dur
             }
         };
+        self.stall_len = dur;
         Some(dur)
+    }
+
+    /// Asleep in fio's `usec_sleep` (a rate, flow or thinktime sleep): how
+    /// long the sleep was to last, ns.
+    pub fn usec_sleeping(&self) -> Option<u64> {
+        match self.stall {
+            Stall::Sleeping(StallKind::Rate(_) | StallKind::Flow(_) | StallKind::Think) => {
+                Some(self.stall_len)
+            }
+            _ => None,
+        }
     }
 
     /// The stall that started `slept` ns ago is over.
@@ -1404,6 +1540,7 @@ impl Job {
             dir: 1,
             sync: true,
             trim: false,
+            prio: None,
         };
         if let Some(r) = self.replay.as_mut() {
             r.sync = false;
@@ -1525,6 +1662,9 @@ impl Job {
             return None;
         }
         let unit = self.free_units.pop()?;
+        if !self.files.is_empty() {
+            self.next_file();
+        }
         let (rel, bs) = self.next_extent(dir.idx());
         let byte = self.cfg.offset + rel;
         let remaining = self.cfg.io_limit.saturating_sub(self.issued_bytes);
@@ -1533,6 +1673,7 @@ impl Job {
         } else {
             bs.min(remaining.max(1))
         };
+        let prio = self.cmdprio_pick(dir, bytes);
         self.units[unit as usize] = IoUnit {
             submit: Ns(now.0.saturating_sub(self.cfg.submit_cost_ns)),
             issue: now,
@@ -1541,10 +1682,12 @@ impl Job {
             dir: dir as u8,
             sync: false,
             trim: false,
+            prio: prio.map(|e| e.value()),
         };
         self.inflight += 1;
         self.writes_issued += (dir == Dir::Write) as u64;
         self.issued_bytes += bytes;
+        self.file_issued += bytes;
         self.issued_ios += 1;
         self.last_dir = dir;
         if let Some(v) = self.cfg.verify {
@@ -1584,17 +1727,48 @@ impl Job {
             }
             Dir::Write => (Op::Write, ReqFlags::SYNC | ReqFlags::IDLE),
         };
+        let ioprio = match prio {
+            Some(e) => IoPrio {
+                class: blk::IoClass::from_number(e.class).unwrap_or_default(),
+                level: e.level,
+            },
+            None => self.cfg.ioprio,
+        };
         Some(Bio {
             op,
             flags,
             sector: Sector::from_bytes(byte),
             nr_sectors: (bytes / Sector::SIZE).max(1) as u32,
-            ioprio: self.cfg.ioprio,
+            ioprio,
             pid: self.cfg.pid,
             cpu: self.cfg.cpu,
             cgroup: self.cfg.cgroup,
             owner: owner(job_idx, unit),
         })
+    }
+
+    /// cmdprio.c `fio_cmdprio_set_ioprio`: the I/O's share (its size's, with
+    /// `cmdprio_bssplit`) against a draw from 0 to 99; under it, the entry
+    /// the draw falls in gives the I/O its priority.
+    fn cmdprio_pick(&mut self, dir: Dir, bytes: u64) -> Option<crate::fio::CmdPrioEntry> {
+        let cp = self.cfg.cmdprio.as_ref()?;
+        let entries = &cp.dirs[dir.idx()];
+        let matching = || entries.iter().filter(|e| e.bs.is_none_or(|b| b == bytes));
+        let total: u32 = matching().map(|e| e.perc).sum();
+        if total == 0 {
+            return None;
+        }
+        let draw = self.prio_rng.gen_range(0..100u32);
+        if draw >= total {
+            return None;
+        }
+        let mut acc = 0;
+        matching()
+            .find(|e| {
+                acc += e.perc;
+                draw < acc
+            })
+            .copied()
     }
 
     /// The I/O in flight in `unit` (as [`Job::complete`] will report it).
@@ -1607,6 +1781,7 @@ impl Job {
             issue: u.issue,
             offset: u.offset,
             trim: u.trim,
+            prio: u.prio,
         }
     }
 
@@ -1693,6 +1868,7 @@ impl Job {
             dir: dir as u8,
             sync: false,
             trim,
+            prio: None,
         };
         self.inflight += 1;
         self.writes_issued += (dir == Dir::Write && !trim) as u64;
@@ -1718,6 +1894,86 @@ impl Job {
             cgroup: self.cfg.cgroup,
             owner: owner(job_idx, unit),
         })
+    }
+
+    /// A file's I/O is done (fio closes it): a job not `time_based` has
+    /// issued the file's length to it. A time-based job's files wrap and
+    /// are never done.
+    fn file_done(&self, len: u64, issued: u64) -> bool {
+        !self.cfg.time_based && issued >= len
+    }
+
+    /// io_u.c `__get_next_file`: `sequential` stays on a file until its I/O
+    /// is done; `roundrobin` and `random` choose again after
+    /// `file_service_nr` I/Os, skipping files that are done.
+    fn next_file(&mut self) {
+        use crate::fio::FileServiceKind as K;
+        let n = self.files.len();
+        let mut cur_done = self.file_done(self.cfg.size, self.file_issued);
+        let all_done = cur_done
+            && self
+                .files
+                .iter()
+                .flatten()
+                .all(|f| self.file_done(f.size, f.issued));
+        if all_done {
+            // The next loop: fio opens every file again.
+            self.file_issued = 0;
+            for f in self.files.iter_mut().flatten() {
+                f.issued = 0;
+            }
+            cur_done = false;
+        }
+        let svc = self.cfg.file_service;
+        let first = self.issued_ios == 0;
+        if !first && !cur_done {
+            if svc.kind == K::Sequential {
+                return;
+            }
+            if self.file_left > 0 {
+                self.file_left -= 1;
+                return;
+            }
+        }
+        let open = |job: &Job, k: usize| match &job.files[k] {
+            Some(f) => !job.file_done(f.size, f.issued),
+            None => !cur_done,
+        };
+        let next = match svc.kind {
+            // The first I/O goes to the first file.
+            _ if first => 0,
+            K::Random => {
+                let pick = self.file_rng.gen_range(0..n);
+                (0..n)
+                    .map(|i| (pick + i) % n)
+                    .find(|&k| open(self, k))
+                    .unwrap_or(self.cur_file)
+            }
+            K::RoundRobin | K::Sequential => (1..=n)
+                .map(|i| (self.cur_file + i) % n)
+                .find(|&k| open(self, k))
+                .unwrap_or(self.cur_file),
+        };
+        self.file_left = svc.nr.saturating_sub(1);
+        self.switch_file(next);
+    }
+
+    /// Make file `k` the one in use, keeping the current one's state.
+    fn switch_file(&mut self, k: usize) {
+        if k == self.cur_file {
+            return;
+        }
+        let mut slot = self.files[k]
+            .take()
+            .expect("a file not in use has its slot");
+        std::mem::swap(&mut self.cfg.offset, &mut slot.offset);
+        std::mem::swap(&mut self.cfg.size, &mut slot.size);
+        std::mem::swap(&mut self.pickers, &mut slot.pickers);
+        std::mem::swap(&mut self.seq_pos, &mut slot.seq_pos);
+        std::mem::swap(&mut self.seq_count, &mut slot.seq_count);
+        std::mem::swap(&mut self.file_issued, &mut slot.issued);
+        self.files[self.cur_file] = Some(slot);
+        self.cur_file = k;
     }
 
     /// Where the next I/O in direction `d` goes (bytes into the region) and its
@@ -1869,6 +2125,8 @@ impl Job {
             let d = done.dir.idx();
             self.done_bytes[d] += done.bytes;
             self.done_blocks[d] += 1;
+            self.clat_sum += now.0.saturating_sub(u.issue.0) as f64;
+            self.clat_samples += 1;
             self.check_min_rate(now);
             self.lat_completed(now, now.0.saturating_sub(u.submit.0));
         }
@@ -1984,6 +2242,7 @@ impl Job {
             dir: 0,
             sync: false,
             trim: false,
+            prio: None,
         };
         self.inflight += 1;
         self.last_dir = Dir::Read;

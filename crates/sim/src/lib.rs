@@ -26,6 +26,7 @@ pub mod runner;
 pub mod simulate;
 pub mod spread;
 pub mod stats;
+pub mod steadystate;
 pub mod trace;
 pub mod verify;
 

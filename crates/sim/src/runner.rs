@@ -285,14 +285,21 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             groupid += 1;
         }
         check_alignment(spec)?;
-        let clone_region = |c: u32| {
-            let ext = layout[k][c as usize];
+        // Per clone: each file's region (start on the device, length).
+        let clone_regions = |c: u32| -> Result<Vec<(u64, u64)>, RunError> {
+            let exts = &layout[k][c as usize];
             let off = spec.offset.saturating_add(
                 files::subjob_number(c, spec.numjobs).saturating_mul(spec.files.offset_increment),
             );
-            region(spec, ext, off, &info.name).map(|size| (ext.start + off, size))
+            exts.iter()
+                .map(|ext| {
+                    region(spec, *ext, off, &info.name, exts.len() as u64)
+                        .map(|size| (ext.start + off, size))
+                })
+                .collect()
         };
-        let (_, size) = clone_region(0)?;
+        let total = |r: &[(u64, u64)]| r.iter().map(|x| x.1).sum::<u64>();
+        let size = total(&clone_regions(0)?);
         check_region(spec, size, &sim)?;
         let cgroup = job_cgroup(spec, &mut cgroups, &mut weight_set)?;
         let ioprio = job_ioprio(spec);
@@ -347,6 +354,10 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             record_slat: spec.ioengine.is_async(),
             bw_avg_ms,
             iops_avg_ms,
+            prios: spec
+                .cmdprio
+                .as_ref()
+                .map(|cp| prio_config(cp, log_prio, spec)),
         };
         let params = |avg_msec| LogParams {
             avg_msec,
@@ -357,7 +368,8 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         };
         for c in 0..spec.numjobs {
             let idx = clones.len() as u32;
-            let (offset, size) = clone_region(c)?;
+            let regions = clone_regions(c)?;
+            let (offset, size) = regions[0];
             recording.push((recorder.clone(), log_prio));
             let mut target = |kind, prefix: &Option<String>, off: bool| {
                 let avg = match kind {
@@ -397,6 +409,35 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
                     time_based,
                 },
             );
+            if regions.len() > 1 {
+                if let Some(o) = spec
+                    .files
+                    .openfiles
+                    .filter(|&o| (o as usize) < regions.len())
+                {
+                    return Err(job_err(
+                        spec,
+                        format!(
+                            "openfiles={o} with {} files (fio then closes a file when its I/O \
+                             is done and opens the next) is not modeled yet; leave openfiles at \
+                             the number of files",
+                            regions.len()
+                        ),
+                    ));
+                }
+                if spec.verify.is_some() {
+                    return Err(job_err(
+                        spec,
+                        "verify with several files per job is not modeled yet",
+                    ));
+                }
+                cfg.io_limit = spec
+                    .io_size
+                    .unwrap_or(total(&regions))
+                    .saturating_mul(u64::from(spec.loops));
+                cfg.files = regions;
+                cfg.file_service = spec.files.service;
+            }
             let replay = (!replays.is_empty()).then(|| &replays[c as usize % replays.len()]);
             write_iologs.push(spec.iolog.write.as_ref().map(|w| {
                 let name = spec
@@ -455,6 +496,26 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
         replay_notes,
         write_iologs,
     })
+}
+
+/// The priorities a cmdprio job's statistics keep apart, in fio's order
+/// (cmdprio.c `init_cmdprio_values` / `assign_clat_prio_index`): the job's
+/// own at index 0, then each new one as its options list it.
+fn prio_config(cp: &crate::fio::CmdPrio, default: u16, spec: &JobSpec) -> crate::stats::PrioConfig {
+    let order = |d: usize| {
+        let mut v = vec![default];
+        for e in cp.dirs.get(d).into_iter().flatten() {
+            if !v.contains(&e.value()) {
+                v.push(e.value());
+            }
+        }
+        v
+    };
+    crate::stats::PrioConfig {
+        order: [order(0), order(1), vec![default]],
+        default,
+        use_lat: spec.report.lat_percentiles,
+    }
 }
 
 /// The CPU clone `c` starts on (`cpus_allowed` in turn, else the next CPU
@@ -642,6 +703,9 @@ fn clone_config(spec: &JobSpec, opts: &RunOptions, p: Placement) -> JobConfig {
         replay: None,
         // Resolved once every clone is known (`resolve_control`).
         control: crate::job::Control::default(),
+        files: Vec::new(),
+        file_service: Default::default(),
+        cmdprio: spec.cmdprio.clone().map(std::sync::Arc::new),
     }
 }
 
@@ -684,6 +748,7 @@ fn resolve_control(jobs: &[Resolved], clones: &mut [JobConfig]) -> Result<(), Ru
             )),
         }
     }
+    let steady = steadystate_roles(jobs)?;
     let flows: Vec<(u32, std::sync::Arc<Flow>)> = flows
         .into_iter()
         .map(|(id, w, _, _)| (id, std::sync::Arc::new(Flow::new(w))))
@@ -724,8 +789,14 @@ fn resolve_control(jobs: &[Resolved], clones: &mut [JobConfig]) -> Result<(), Ru
             weight: c.flow as u64,
             sleep_ns: c.flow_sleep_us * 1_000,
         });
-        for cfg in &mut clones[r.clones.clone()] {
+        for (i, cfg) in clones[r.clones.clone()].iter_mut().enumerate() {
+            let steadystate = c.steadystate.map(|spec| crate::job::SteadyState {
+                spec,
+                group_reporting: r.spec.group_reporting,
+                holder: steady.contains(&(r.clones.start + i)),
+            });
             cfg.control = crate::job::Control {
+                steadystate,
                 wait_for: wait_for.clone(),
                 groupid: r.groupid,
                 exitall,
@@ -743,6 +814,54 @@ fn resolve_control(jobs: &[Resolved], clones: &mut [JobConfig]) -> Result<(), Ru
         }
     }
     Ok(())
+}
+
+/// The clones that keep a steady-state ring (steadystate.c
+/// `steadystate_setup`): every clone without `group_reporting`, else the
+/// last clone of each reporting group. Refuses what fio's
+/// `td_steadystate_init` and `fixup_options` refuse: steady-state settings
+/// that differ within a reporting group, check intervals that differ
+/// between jobs.
+fn steadystate_roles(jobs: &[Resolved]) -> Result<Vec<usize>, RunError> {
+    let interval = jobs[0].spec.control.ss_check_interval_us;
+    for r in jobs {
+        let c = &r.spec.control;
+        if c.ss_check_interval_us != interval {
+            return Err(job_err(
+                &r.spec,
+                format!(
+                    "conflicting steadystate_check_interval: {interval}us and {}us, must be \
+                     the same in every job",
+                    c.ss_check_interval_us
+                ),
+            ));
+        }
+        let first = jobs.iter().find(|o| o.groupid == r.groupid).unwrap_or(r);
+        if first.spec.control.steadystate != c.steadystate {
+            return Err(job_err(
+                &r.spec,
+                "job rejected: steadystate options must be consistent within reporting groups",
+            ));
+        }
+    }
+    let mut holders = Vec::new();
+    let mut last: Option<(u32, usize)> = None;
+    for r in jobs.iter().filter(|r| r.spec.control.steadystate.is_some()) {
+        for k in r.clones.clone() {
+            if !r.spec.group_reporting {
+                holders.push(k);
+                continue;
+            }
+            if let Some((g, prev)) = last {
+                if g != r.groupid {
+                    holders.push(prev);
+                }
+            }
+            last = Some((r.groupid, k));
+        }
+    }
+    holders.extend(last.map(|(_, k)| k));
+    Ok(holders)
 }
 
 /// A device filename (under `/dev/`) names the simulated device: the disk
@@ -1057,10 +1176,17 @@ fn check_io_modes(input: &FioInput) -> Result<(), RunError> {
     Ok(())
 }
 
-/// The size of a clone's region in its file (or the device): `size`, a
-/// percentage of what follows `offset`, or all of it (`fill_device`, no
-/// size); `offset` is bytes into the file.
-fn region(spec: &JobSpec, file: files::Extent, offset: u64, dev: &str) -> Result<u64, RunError> {
+/// The size of a clone's region in one of its `nfiles` files (or the
+/// device): `size` (shared out among the files, as fio gives each
+/// `size / nrfiles`), a percentage of what follows `offset`, or all of it
+/// (`fill_device`, no size); `offset` is bytes into the file.
+fn region(
+    spec: &JobSpec,
+    file: files::Extent,
+    offset: u64,
+    dev: &str,
+    nfiles: u64,
+) -> Result<u64, RunError> {
     let what = if file.start == 0
         && spec
             .filename
@@ -1084,7 +1210,7 @@ fn region(spec: &JobSpec, file: files::Extent, offset: u64, dev: &str) -> Result
     let size = match spec.size {
         _ if spec.files.fill_device => rest,
         None => rest,
-        Some(SizeSpec::Bytes(b)) => b,
+        Some(SizeSpec::Bytes(b)) => b / nfiles.max(1),
         Some(SizeSpec::Percent(p)) => rest * p as u64 / 100 / 512 * 512,
     };
     if size > rest {
@@ -1314,6 +1440,8 @@ struct Collector<'a> {
     errors: Vec<Option<crate::job::JobError>>,
     /// Per clone: the queue depth it ended with (`latency_qd`).
     latency_depths: Vec<u32>,
+    /// Per clone: its steady-state section (holders only).
+    steadystate: Vec<Option<crate::steadystate::SsReport>>,
 }
 
 impl Collector<'_> {
@@ -1408,6 +1536,7 @@ impl IoObserver for Collector<'_> {
                 io.submit.0,
                 issue.0,
                 now.0,
+                io.prio,
             );
         }
     }
@@ -1816,6 +1945,8 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
             }
             // stat.c sets latency_depth from each job in turn: the last one's.
             let last = members.iter().flat_map(|m| m.clones.clone()).last();
+            // The group's steady-state ring is its last clone's.
+            jr.steadystate = last.and_then(|k| col.steadystate.get(k).cloned().flatten());
             out.push(fill(jr, &r.spec, end, last));
         } else {
             for c in r.clones.clone() {
@@ -1825,6 +1956,7 @@ fn job_entries(plan: &Plan, col: &Collector<'_>, opts: &RunOptions) -> Vec<JobRe
                 if let Some(e) = col.errors.get(c).cloned().flatten() {
                     jr.error = e.errno;
                 }
+                jr.steadystate = col.steadystate.get(c).cloned().flatten();
                 out.push(fill(jr, &r.spec, col.ends[c], Some(c)));
             }
         }
@@ -1882,10 +2014,12 @@ pub fn run(
             .collect(),
         errors: Vec::new(),
         latency_depths: Vec::new(),
+        steadystate: Vec::new(),
     };
     let summary = sim.run(&mut col);
     col.errors = summary.errors.clone();
     col.latency_depths = summary.latency_depths.clone();
+    col.steadystate = summary.steadystate.clone();
     let interrupted = stop_requested();
     if interrupted {
         // As fio on Ctrl-C: every job still running ends now, with what it did.

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 mod host_path;
 mod null_engine;
+mod steady;
 
 /// What the simulation reports as it runs.
 pub trait IoObserver {
@@ -72,7 +73,9 @@ enum Ev {
     /// The job's thread finished the CPU work of submitting its next I/O (or batch).
     JobCpu(usize),
     /// The job's thinktime or rate stall, which lasted this long (ns), ends.
-    StallEnd(usize, u64),
+    /// The third field is the stall's number: a stall cut short by a
+    /// termination leaves its original end stale.
+    StallEnd(usize, u64, u32),
     /// The job's buffered write in this I/O unit has copied its data into the
     /// page cache (`balance_dirty_pages` comes next).
     CopyDone(usize, u32),
@@ -85,6 +88,8 @@ enum Ev {
     Cpu(u32, u64),
     /// Host model: a lock is handed to its first waiter.
     LockGrant(usize),
+    /// fio's helper thread checks for steady state (the check's generation).
+    SsCheck(u64),
 }
 
 /// `MAX_PAUSE`: the longest a writer sleeps in one `balance_dirty_pages` round
@@ -265,6 +270,8 @@ pub struct RunSummary {
     /// Per job: the queue depth it ended with (fio's `latency_qd`, which a
     /// `latency_target` search moves).
     pub latency_depths: Vec<u32>,
+    /// Per job: its steady-state section (the clones that keep a ring).
+    pub steadystate: Vec<Option<crate::steadystate::SsReport>>,
     /// Requests completed by the device.
     pub requests: u64,
     /// Disk statistics.
@@ -382,6 +389,8 @@ pub struct Simulation {
     /// The jobs in a flow (`flow`), checked after every event for a share
     /// that now lets a spinning one go on.
     flow_jobs: Vec<usize>,
+    /// Steady-state detection (`steadystate`).
+    steady: steady::SteadyCheck,
 }
 
 impl Simulation {
@@ -418,7 +427,8 @@ impl Simulation {
             .iter()
             .map(|j| RaState::new(cfg.read_ahead_kb as u64, max_sectors, j.fadvise))
             .collect();
-        Ok(Simulation {
+        let steady = steady::SteadyCheck::new(&jobs);
+        let mut sim = Simulation {
             cache: PageCache::with_limits(
                 cfg.vm.mem_mb * (1 << 20) / PAGE_SIZE,
                 info.capacity_sectors * 512 / PAGE_SIZE,
@@ -454,7 +464,10 @@ impl Simulation {
             waiting: vec![false; nr_jobs],
             group_started_at: Ns::ZERO,
             flow_jobs,
-        })
+            steady,
+        };
+        sim.steady_arm_first();
+        Ok(sim)
     }
 
     /// Set how clone `j` reaps completions: `min` = fio's
@@ -478,6 +491,15 @@ impl Simulation {
                 // fio has exited: what the flusher does next is not the run's.
                 continue;
             }
+            if let Ev::StallEnd(j, _, n) = ev {
+                if n != self.jobs[j].stall_seq {
+                    continue;
+                }
+            }
+            if matches!(ev, Ev::SsCheck(_)) && !self.steady_pending() {
+                // Every job that checks has exited: the check has no effect.
+                continue;
+            }
             self.last_event = now;
             n = n.wrapping_add(1);
             if n.is_multiple_of(16384) {
@@ -492,7 +514,9 @@ impl Simulation {
                 Ev::RampEnd(j) => {
                     self.jobs[j].ramp_over(now);
                     obs.ramp_done(j, now);
+                    self.steady_rephase(now);
                 }
+                Ev::SsCheck(g) => self.steady_check(g, now, obs),
                 Ev::Stop(j) => {
                     let job = &mut self.jobs[j];
                     if !job.stopping {
@@ -555,7 +579,7 @@ impl Simulation {
                     self.schedule_cpu(j, now);
                     self.maybe_finish(j, now, obs);
                 }
-                Ev::StallEnd(j, slept) => {
+                Ev::StallEnd(j, slept, _) => {
                     self.jobs[j].end_stall(now, slept);
                     self.fill(j, now, obs);
                     self.maybe_finish(j, now, obs);
@@ -606,6 +630,7 @@ impl Simulation {
             end,
             errors: self.jobs.iter().map(|j| j.error.clone()).collect(),
             latency_depths: self.jobs.iter().map(|j| j.lat_qd).collect(),
+            steadystate: self.steady_reports(),
             requests: self.requests,
             disk: self.queue.disk_stats(end),
             sched_stats: self.queue.elevator().debugfs(),
@@ -703,19 +728,47 @@ impl Simulation {
                 ExitWhat::Stonewall => job.started,
                 ExitWhat::All => true,
             };
-            if !chosen {
-                continue;
+            if chosen {
+                self.end_job(k, now, obs);
             }
-            if self.jobs[k].started {
-                self.jobs[k].stopping = true;
-                self.maybe_finish(k, now, obs);
-            } else if self.syncs[k].is_none() {
-                self.finish_unstarted(k, now, obs);
-            } else {
-                // Its page cache is being written back before its clock
-                // starts: it starts stopped, and exits at once.
-                self.jobs[k].stopping = true;
-            }
+        }
+    }
+
+    /// libfio.c `fio_mark_td_terminate`: a running job stops submitting and
+    /// exits when its I/O has completed; one not started yet never runs.
+    fn end_job(&mut self, k: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if self.jobs[k].finished {
+            return;
+        }
+        if self.jobs[k].started {
+            self.jobs[k].stopping = true;
+            self.cut_sleep(k, now);
+            self.maybe_finish(k, now, obs);
+        } else if self.syncs[k].is_none() {
+            self.finish_unstarted(k, now, obs);
+        } else {
+            // Its page cache is being written back before its clock
+            // starts: it starts stopped, and exits at once.
+            self.jobs[k].stopping = true;
+        }
+    }
+
+    /// A terminated job asleep in fio's `usec_sleep` (a rate, flow or
+    /// thinktime sleep) wakes at the end of the second it is in: fio sleeps
+    /// in chunks of at most 1 s and checks `td->terminate` after each.
+    fn cut_sleep(&mut self, k: usize, now: Ns) {
+        const CHUNK_NS: u64 = 1_000_000_000;
+        let job = &mut self.jobs[k];
+        let Some(len) = job.usec_sleeping() else {
+            return;
+        };
+        let since = job.stall_since;
+        let chunks = now.0.saturating_sub(since.0).div_ceil(CHUNK_NS).max(1);
+        let cut = chunks.saturating_mul(CHUNK_NS);
+        if cut < len {
+            job.stall_seq = job.stall_seq.wrapping_add(1);
+            self.events
+                .push(since.add(cut), Ev::StallEnd(k, cut, job.stall_seq));
         }
     }
 
@@ -1534,7 +1587,11 @@ impl Simulation {
             .runtime
             .map(|rt| self.jobs[j].start.add(cfg.ramp_time + rt));
         if let Some(dur) = self.jobs[j].start_stall(now, limit) {
-            self.events.push(now.add(dur), Ev::StallEnd(j, dur));
+            let job = &mut self.jobs[j];
+            job.stall_seq = job.stall_seq.wrapping_add(1);
+            job.stall_since = now;
+            self.events
+                .push(now.add(dur), Ev::StallEnd(j, dur, job.stall_seq));
         }
     }
 
@@ -1545,6 +1602,7 @@ impl Simulation {
             self.jobs[j].stats_reset = false;
             self.jobs[j].ramp_over(now);
             obs.ramp_done(j, now);
+            self.steady_rephase(now);
         }
         self.start_stall_if_due(j, now);
         if self.jobs[j].end_sync_due() {

@@ -370,6 +370,19 @@ pub struct DirStats {
     pub bw: SampleStat,
     /// IOPS samples, one per averaging window with IO.
     pub iops: SampleStat,
+    /// Per I/O priority (fio's `clat_prio`, kept with cmdprio): the
+    /// completion latencies (total latencies with `lat_percentiles`) of the
+    /// I/Os of each priority, the job's own first.
+    pub prios: Vec<PrioLat>,
+}
+
+/// The latencies of one I/O priority (fio's `struct clat_prio_stat`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PrioLat {
+    /// The ioprio value (class << 13 | hint << 3 | level).
+    pub value: u16,
+    /// Its I/Os' latencies.
+    pub lat: LatHist,
 }
 
 impl DirStats {
@@ -403,6 +416,18 @@ impl DirStats {
         self.total_ios += other.total_ios;
         self.short_ios += other.short_ios;
         self.drop_ios += other.drop_ios;
+        // sum_clat_prio_stats: the same priority's samples add up.
+        for p in &other.prios {
+            match self.prios.iter_mut().find(|q| q.value == p.value) {
+                Some(q) => q.lat.merge(&p.lat),
+                None => self.prios.push(p.clone()),
+            }
+        }
+    }
+
+    /// Priorities with samples (fio shows them when there are two or more).
+    pub fn prios_with_samples(&self) -> impl Iterator<Item = &PrioLat> {
+        self.prios.iter().filter(|p| p.lat.count() > 0)
     }
 }
 
@@ -649,6 +674,21 @@ pub struct RecorderConfig {
     /// per completed I/O, as fio does with `write_iops_log` and no
     /// `log_avg_msec`.
     pub iops_avg_ms: u64,
+    /// Keep per-priority latencies (a cmdprio job).
+    pub prios: Option<PrioConfig>,
+}
+
+/// Which priorities a cmdprio job's statistics keep apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrioConfig {
+    /// Per direction (read, write, trim): the priorities in fio's order
+    /// (the job's own, then cmdprio's in the order its options give them).
+    pub order: [Vec<u16>; 3],
+    /// The job's own priority (I/Os cmdprio leaves alone).
+    pub default: u16,
+    /// Record total latencies (`lat_percentiles`) instead of completion
+    /// latencies.
+    pub use_lat: bool,
 }
 
 impl Default for RecorderConfig {
@@ -657,6 +697,7 @@ impl Default for RecorderConfig {
             record_slat: true,
             bw_avg_ms: DEFAULT_AVG_TIME_MS,
             iops_avg_ms: DEFAULT_AVG_TIME_MS,
+            prios: None,
         }
     }
 }
@@ -970,7 +1011,7 @@ impl JobRecorder {
         complete_ns: u64,
     ) {
         self.record_issue(dir, bytes, 0, submit_ns, issue_ns);
-        self.record_completion(dir, bytes, 0, submit_ns, issue_ns, complete_ns);
+        self.record_completion(dir, bytes, 0, submit_ns, issue_ns, complete_ns, None);
     }
 
     /// Records the submission latency of an I/O of `bytes` bytes at `offset`
@@ -1009,6 +1050,8 @@ impl JobRecorder {
 
     /// Records the completion of an I/O (as [`JobRecorder::record_io`], without
     /// its submission latency, which [`JobRecorder::record_issue`] took).
+    /// `prio`: the ioprio value cmdprio gave it (`None`: the job's own).
+    #[allow(clippy::too_many_arguments)]
     pub fn record_completion(
         &mut self,
         dir: Dir,
@@ -1017,6 +1060,7 @@ impl JobRecorder {
         submit_ns: u64,
         issue_ns: u64,
         complete_ns: u64,
+        prio: Option<u16>,
     ) {
         self.advance(complete_ns, false);
         let clat = complete_ns.saturating_sub(issue_ns);
@@ -1035,6 +1079,29 @@ impl JobRecorder {
         d.io_bytes += bytes;
         d.clat.record(clat);
         d.lat.record(lat);
+        if let Some(pc) = &self.cfg.prios {
+            if d.prios.is_empty() {
+                d.prios = pc.order[dir.index()]
+                    .iter()
+                    .map(|&value| PrioLat {
+                        value,
+                        lat: LatHist::new(),
+                    })
+                    .collect();
+            }
+            let value = prio.unwrap_or(pc.default);
+            let i = match d.prios.iter().position(|p| p.value == value) {
+                Some(i) => i,
+                None => {
+                    d.prios.push(PrioLat {
+                        value,
+                        lat: LatHist::new(),
+                    });
+                    d.prios.len() - 1
+                }
+            };
+            d.prios[i].lat.record(if pc.use_lat { lat } else { clat });
+        }
         if per_io_bw {
             d.bw.add(bw_rate);
         }
@@ -1047,7 +1114,7 @@ impl JobRecorder {
                 ddir: dir.index() as u8,
                 bs: bytes,
                 offset,
-                prio: logs.prio,
+                prio: prio.unwrap_or(logs.prio),
                 ..Sample::default()
             };
             if let Some(l) = &mut logs.lat {

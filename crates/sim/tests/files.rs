@@ -75,3 +75,90 @@ fn files_that_do_not_fit_or_have_no_size_are_refused() {
         "{e}"
     );
 }
+
+/// The offsets a job file's I/O goes to, in issue order (from its
+/// `write_iolog`, which the job file must name as `LOG`).
+fn offsets(text: &str) -> Vec<u64> {
+    let dir = std::env::temp_dir().join(format!("iosched-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join(format!(
+        "{:x}.log",
+        text.len() as u64 * 31 + text.as_bytes()[5] as u64
+    ));
+    let text = text.replace("LOG", log.to_str().unwrap());
+    let input = parse_job_file("f.fio", &text).unwrap();
+    let o = RunOptions::new(devices::profile("ideal").unwrap());
+    let p = runner::plan(&input, &o).unwrap();
+    runner::run(&input, &o, p, None).unwrap();
+    let got = std::fs::read_to_string(&log).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    got.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 5 && f[2] == "read").then(|| f[3].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn several_files_per_job_are_laid_out_and_served_as_fio_serves_them() {
+    // nrfiles=3 of 16 KiB: mf.0.0, mf.0.1, mf.0.2 one after another. fio
+    // 3.33 reads them round robin, one I/O each (its write_iolog:
+    // mf.0.0 0, mf.0.1 0, mf.0.2 0, mf.0.0 4096, ...).
+    let job = "[mf]\nbs=4k\nrw=read\nfilesize=16k\nnrfiles=3\nwrite_iolog=LOG\n";
+    let k = 16384;
+    let rr: Vec<u64> = (0..4)
+        .flat_map(|b| (0..3).map(move |f| f * k + b * 4096))
+        .collect();
+    assert_eq!(offsets(job), rr);
+    // `sequential` reads each file to its end first (fio 3.33 likewise).
+    let seq: Vec<u64> = (0..12).map(|b| b * 4096).collect();
+    assert_eq!(
+        offsets(&job.replace("nrfiles=3", "nrfiles=3\nfile_service_type=sequential")),
+        seq
+    );
+    // `roundrobin:2`: two I/Os per file.
+    let rr2 = [0, 4096, k, k + 4096, 2 * k, 2 * k + 4096, 8192, 12288];
+    assert_eq!(
+        offsets(&job.replace("nrfiles=3", "nrfiles=3\nfile_service_type=roundrobin:2"))[..8],
+        rr2[..]
+    );
+    // size is shared out: 3 files of 32 KiB for size=96k; filename_format
+    // names them, filename=a:b names them directly.
+    let r =
+        plan("[j]\nsize=96k\nnrfiles=3\nfilename_format=f.$filenum\n[k]\nfilename=x:y\nsize=8k\n")
+            .unwrap();
+    assert_eq!(r, vec![(0, 32768), (3 * 32768, 4096)]);
+    // A random service touches every file, and the job transfers its whole size.
+    let ofs = offsets(
+        "[r]\nbs=4k\nrw=randread\nfilesize=16k\nnrfiles=4\nfile_service_type=random\nwrite_iolog=LOG\n",
+    );
+    assert_eq!(ofs.len(), 16);
+    let mut sorted = ofs.clone();
+    sorted.sort();
+    assert_eq!(sorted, (0..16).map(|b| b * 4096).collect::<Vec<u64>>());
+}
+
+#[test]
+fn file_options_refuse_what_is_not_modeled() {
+    for (job, want) in [
+        ("nrfiles=0", "below the minimum of 1"),
+        ("file_service_type=zipf:1.1", "not modeled yet"),
+        (
+            "file_service_type=rr",
+            "invalid value 'rr' for file_service_type",
+        ),
+        ("file_service_type=random:0", "count"),
+        ("openfiles=1\nnrfiles=2", "openfiles=1 with 2 files"),
+        ("filename=/dev/sda:/dev/sdb", "with a device among them"),
+        (
+            "filename_format=$clientuid.$filenum\nnrfiles=2",
+            "$clientuid",
+        ),
+    ] {
+        let e = plan(&format!("[j]\nsize=64k\n{job}\n")).unwrap_err();
+        assert!(e.starts_with("f.fio:") && e.contains(want), "{job}: {e}");
+    }
+    // openfiles at (or over) the number of files changes nothing.
+    plan("[j]\nsize=64k\nnrfiles=2\nopenfiles=2\n").unwrap();
+}

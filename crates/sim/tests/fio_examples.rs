@@ -18,7 +18,6 @@ enum Class {
 use Class::{Refused, Runs};
 
 const ZONED: &str = "option 'zonemode' is not modeled: zoned block devices are not simulated";
-const STEADY: &str = "option 'steadystate' is not modeled yet";
 
 /// Every example and its class: keep in step with docs/fio.md.
 const EXAMPLES: &[(&str, Class)] = &[
@@ -26,7 +25,7 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("aio-read.fio", Runs),
     (
         "atomic-verify.fio",
-        Refused("option 'atomic' is not modeled yet"),
+        Refused("option 'atomic': atomic writes (RWF_ATOMIC, REQ_ATOMIC) need a device with atomic write limits"),
     ),
     ("backwards-read.fio", Runs),
     ("basic-verify.fio", Runs),
@@ -34,14 +33,8 @@ const EXAMPLES: &[(&str, Class)] = &[
         "butterfly.fio",
         Refused("/tmp/testfile: the file does not exist on the simulated file system"),
     ),
-    (
-        "cmdprio-bssplit.fio",
-        Refused("option 'cmdprio_bssplit' is not modeled yet"),
-    ),
-    (
-        "cmdprio-percentage.fio",
-        Refused("option 'cmdprio_percentage' is not modeled yet"),
-    ),
+    ("cmdprio-bssplit.fio", Runs),
+    ("cmdprio-percentage.fio", Runs),
     ("cross-stripe-verify.fio", Runs),
     ("dedupe-global.fio", Runs),
     ("disk-zone-profile.fio", Refused(ZONED)),
@@ -49,7 +42,7 @@ const EXAMPLES: &[(&str, Class)] = &[
         "enospc-pressure.fio",
         Refused("rw=randtrim is not modeled yet"),
     ),
-    ("example_latency_steadystate.fio", Refused(STEADY)),
+    ("example_latency_steadystate.fio", Runs),
     ("exitwhat.fio", Runs),
     ("fio-rand-RW.fio", Runs),
     ("fio-rand-read.fio", Runs),
@@ -70,17 +63,20 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("sequence-distribution.fio", Runs),
     (
         "sprandom.fio",
-        Refused("option 'sprandom' is not modeled yet"),
+        Refused("option 'sprandom': fio's SSD preconditioning order"),
     ),
     ("ssd-steadystate.fio", Runs),
     ("ssd-test.fio", Runs),
-    ("steadystate.fio", Refused(STEADY)),
+    (
+        "steadystate.fio",
+        Refused("filename=/dev/null is a character device"),
+    ),
     ("surface-scan.fio", Runs),
     ("tiobench-example.fio", Runs),
     ("waitfor.fio", Runs),
     ("xnvme-compare.fio", Runs),
-    ("xnvme-fdp.fio", Refused("option 'fdp' is not modeled yet")),
-    ("xnvme-pi.fio", Refused("unknown option 'md_per_io_size'")),
+    ("xnvme-fdp.fio", Refused("option 'fdp': NVMe flexible data placement")),
+    ("xnvme-pi.fio", Refused("unknown option 'md_per_io_size': it is an option of the io_uring_cmd and xnvme engines")),
     ("xnvme-zoned.fio", Refused(ZONED)),
     ("zbd-rand-write-trim-gc.fio", Refused(ZONED)),
     ("zbd-rand-write-zone-reset-gc.fio", Refused(ZONED)),

@@ -290,7 +290,7 @@ fn validation_errors() {
         ("prioclass=4", "above the maximum of 3"),
         ("rwmixread=101", "above the maximum of 100"),
         ("cpus_allowed=3-1", "reversed CPU range"),
-        ("filename=a:b", "several files"),
+        ("filename=/dev/a:b", "several files"),
         ("kb_base=512", "invalid value '512' for kb_base"),
         ("size=$mb_memory", "not supported"),
         ("iodepth=4,8", "single integer"),

@@ -106,6 +106,47 @@ fn exitall_ends_the_group_when_a_job_exits() {
 }
 
 #[test]
+fn a_terminated_job_asleep_wakes_at_the_end_of_its_second() {
+    // `b` reads 4 KiB at 300 B/s (fio's exitwhat.fio): after its first I/O
+    // it sleeps 13.65 s. `a` exits at 0.25 s (250 I/Os at 1000/s) and
+    // terminates it; fio's usec_sleep sleeps in chunks of at most 1 s and
+    // checks for termination after each, so `b` exits at 1 s, not 13.65 s.
+    let r = run(&format!(
+        "{PACED}exitall
+[a]
+number_ios=250
+[b]
+rate_iops=0
+rate=300
+time_based
+runtime=30
+"
+    ));
+    let b = job(&r, "b");
+    assert_eq!(b.stats.read.total_ios, 1);
+    // (The sleep starts once the first read has completed, a few µs in;
+    // fio rounds the runtime up to ms.)
+    assert!(
+        (1000..=1001).contains(&b.stats.read.runtime_ms),
+        "{}",
+        b.stats.read.runtime_ms
+    );
+    // The sleep's own end, had it come first, is kept: a 0.5 s sleep.
+    let r = run(&format!(
+        "{PACED}exitall
+[a]
+number_ios=250
+[b]
+rate_iops=2
+time_based
+runtime=30
+"
+    ));
+    let rt = job(&r, "b").stats.read.runtime_ms;
+    assert!((500..=501).contains(&rt), "{rt}");
+}
+
+#[test]
 fn exit_what_all_ends_jobs_not_started_yet_and_stonewall_does_not() {
     // `c` waits behind a stonewall: exit_what=all (when `a` exits) ends it
     // before it starts, so it reports no I/O; with exit_what=stonewall it is

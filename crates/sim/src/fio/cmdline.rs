@@ -201,7 +201,7 @@ pub fn parse_command_line(args: &[String]) -> Result<FioInput, FioError> {
             continue;
         }
 
-        let def = find(name).ok_or_else(|| err(format!("unknown option '{name}'")))?;
+        let def = find(name).ok_or_else(|| err(super::options::unknown_option(name)))?;
         let value = match def.arg {
             // getopt's optional_argument: only "--opt=val" carries a value.
             Arg::Flag => inline,

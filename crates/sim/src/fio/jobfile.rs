@@ -144,8 +144,9 @@ fn finish_section(
             Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
             None => (text.trim(), None),
         };
-        let def = find(key)
-            .ok_or_else(|| FioError::at_line(path, *line_no, format!("unknown option '{key}'")))?;
+        let def = find(key).ok_or_else(|| {
+            FioError::at_line(path, *line_no, super::options::unknown_option(key))
+        })?;
         parsed.push((*line_no, def, value));
     }
     // fio sorts a section's options by priority before applying them (so

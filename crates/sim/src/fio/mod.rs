@@ -661,6 +661,9 @@ pub struct JobSpec {
     /// How the job's run depends on other jobs' and on its own measured rate
     /// (`wait_for`, `exitall`, `flow`, `rate_min`, ...).
     pub control: JobControl,
+    /// fio's per-I/O priorities (`cmdprio_percentage` / `cmdprio_bssplit`
+    /// with `cmdprio_class`, `cmdprio`, `cmdprio_hint`).
+    pub cmdprio: Option<CmdPrio>,
     /// The job's own options as `(canonical name, value)`, in the order fio
     /// applies them (fio's JSON "job options"). Bare flags have an empty
     /// value.
@@ -723,6 +726,13 @@ pub struct JobControl {
     /// `latency_run`: keep adjusting the depth until the job ends, instead of
     /// stopping after one window at the depth found.
     pub latency_run: bool,
+    /// `steadystate` with a `steadystate_duration`: the job ends once its
+    /// samples are steady (see [`crate::steadystate`]); `None` without a
+    /// duration (fio's default 0 turns detection off).
+    pub steadystate: Option<crate::steadystate::SsSpec>,
+    /// `steadystate_check_interval`, µs, as set (fio wants one value in
+    /// every job of the run).
+    pub ss_check_interval_us: u64,
 }
 
 /// A job's iolog options: what it replays (`read_iolog`) and records
@@ -765,6 +775,80 @@ pub struct FileSpec {
     /// `offset_increment`: clone *n* of the job starts this many bytes × *n*
     /// further (fio's `subjob_number`).
     pub offset_increment: u64,
+    /// `filename=a:b:...`: the names after the first (`JobSpec::filename`).
+    pub more_names: Vec<String>,
+    /// `nrfiles` (default 1): files per clone for a job without `filename`.
+    pub nrfiles: u32,
+    /// `filename_format` (default `$jobname.$jobnum.$filenum`).
+    pub filename_format: Option<String>,
+    /// `file_service_type`: which file each I/O goes to.
+    pub service: FileService,
+    /// `openfiles` (default: all the job's files).
+    pub openfiles: Option<u32>,
+}
+
+/// fio's cmdprio.c: which I/Os of a libaio or io_uring job carry their own
+/// priority instead of the job's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CmdPrio {
+    /// Per direction (read, write): the entries. A `cmdprio_percentage`
+    /// job has one without a block size; a `cmdprio_bssplit` one has
+    /// entries per block size, sorted by it.
+    pub dirs: [Vec<CmdPrioEntry>; 2],
+}
+
+/// One priority a share of the I/Os (of one block size) gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmdPrioEntry {
+    /// The I/O size it applies to (`None`: every size).
+    pub bs: Option<u64>,
+    /// Percent of those I/Os.
+    pub perc: u32,
+    /// Priority class (1 RT, 2 BE, 3 IDLE; 0 none).
+    pub class: u8,
+    /// Level within the class, 0-7.
+    pub level: u8,
+    /// Priority hint (command duration limits); no effect on the I/O here.
+    pub hint: u16,
+}
+
+impl CmdPrioEntry {
+    /// fio's `ioprio_value(class, level, hint)`.
+    pub fn value(&self) -> u16 {
+        (u16::from(self.class) << 13) | ((self.hint & 0x3ff) << 3) | u16::from(self.level)
+    }
+}
+
+/// fio's `file_service_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileService {
+    /// How the next file is chosen.
+    pub kind: FileServiceKind,
+    /// I/Os to a file before the next choice (`roundrobin:N`, `random:N`).
+    pub nr: u32,
+}
+
+impl Default for FileService {
+    /// fio's default, `roundrobin` switching after every I/O.
+    fn default() -> Self {
+        FileService {
+            kind: FileServiceKind::RoundRobin,
+            nr: 1,
+        }
+    }
+}
+
+/// How a job with several files chooses the next one (io_u.c
+/// `__get_next_file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileServiceKind {
+    /// `roundrobin` (the default): the files in turn.
+    #[default]
+    RoundRobin,
+    /// `random`: a file drawn uniformly.
+    Random,
+    /// `sequential`: each file until its I/O is done.
+    Sequential,
 }
 
 /// fio's write-then-verify pattern for a job that writes (backend.c

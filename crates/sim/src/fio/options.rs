@@ -302,7 +302,7 @@ static OPTIONS: &[OptDef] = &[
     m("directory", NONE, R),
     OptDef {
         prio: -1,
-        ..nm("filename_format", NONE, R, NONE)
+        ..m("filename_format", NONE, R)
     },
     OptDef {
         prio: 1,
@@ -328,9 +328,9 @@ static OPTIONS: &[OptDef] = &[
     nm("spr_cs", NONE, R, NONE),
     nm("percentage_random", NONE, R, &["100"]),
     nm("percentage_sequential", NONE, R, NONE),
-    nm("nrfiles", &["nr_files"], R, ONE),
-    nm("openfiles", NONE, R, NONE),
-    nm("file_service_type", NONE, R, &["roundrobin"]),
+    m("nrfiles", &["nr_files"], R),
+    m("openfiles", NONE, R),
+    m("file_service_type", NONE, R),
     // fio's own file preparation; "none" (or "0") makes none, as iosched
     // does (its files are laid out whole, see docs/fio.md "Files").
     nm("fallocate", NONE, R, &["none", "0"]),
@@ -432,10 +432,10 @@ static OPTIONS: &[OptDef] = &[
     // FIO_OPT_SOFT_DEPRECATED in fio: accepted, read by nothing.
     ig("flow_watermark", NONE, R, Any),
     m("flow_sleep", NONE, R),
-    nm("steadystate", &["ss"], R, NONE),
-    nm("steadystate_duration", &["ss_dur"], R, ZERO),
-    nm("steadystate_ramp_time", &["ss_ramp"], R, NONE),
-    nm("steadystate_check_interval", &["ss_interval"], R, NONE),
+    m("steadystate", &["ss"], R),
+    m("steadystate_duration", &["ss_dur"], R),
+    m("steadystate_ramp_time", &["ss_ramp"], R),
+    m("steadystate_check_interval", &["ss_interval"], R),
     // Common engine-specific options (libaio / io_uring / pvsync2).
     nm("hipri", NONE, Flag, NONE),
     nm("hipri_percentage", NONE, R, NONE),
@@ -448,10 +448,11 @@ static OPTIONS: &[OptDef] = &[
     nm("uncached", NONE, R, NONE),
     nm("nowait", NONE, R, NONE),
     nm("force_async", NONE, R, NONE),
-    nm("cmdprio_percentage", NONE, R, NONE),
-    nm("cmdprio_class", NONE, R, NONE),
-    nm("cmdprio", NONE, R, NONE),
-    nm("cmdprio_bssplit", NONE, R, NONE),
+    m("cmdprio_percentage", NONE, R),
+    m("cmdprio_class", NONE, R),
+    m("cmdprio", NONE, R),
+    m("cmdprio_hint", NONE, R),
+    m("cmdprio_bssplit", NONE, R),
 ];
 
 /// Every option of the table with its class, for documentation (docs/fio.md
@@ -573,6 +574,24 @@ pub(crate) struct JobState {
     offload: bool,
     random_sequence_stride: bool,
     control: JobControl,
+    /// `steadystate` and its settings, µs as fio keeps them.
+    /// `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `cmdprio_hint`
+    /// per direction (read, write), and `cmdprio_bssplit` as given.
+    cmdprio_perc: [u64; 2],
+    cmdprio_class: [u64; 2],
+    cmdprio_level: [u64; 2],
+    cmdprio_hint: [u64; 2],
+    cmdprio_bssplit: Option<String>,
+    /// `filename=a:b`: the names after the first.
+    more_files: Vec<String>,
+    nrfiles: u32,
+    openfiles: Option<u32>,
+    filename_format: Option<String>,
+    file_service: super::FileService,
+    ss_criterion: crate::steadystate::Criterion,
+    ss_dur_us: u64,
+    ss_ramp_us: u64,
+    ss_interval_us: u64,
 }
 
 impl Default for JobState {
@@ -658,6 +677,20 @@ impl Default for JobState {
                 latency_percentile: 100.0,
                 ..JobControl::default()
             },
+            cmdprio_perc: [0; 2],
+            cmdprio_class: [0; 2],
+            cmdprio_level: [0; 2],
+            cmdprio_hint: [0; 2],
+            cmdprio_bssplit: None,
+            more_files: Vec::new(),
+            nrfiles: 1,
+            openfiles: None,
+            filename_format: None,
+            file_service: super::FileService::default(),
+            ss_criterion: crate::steadystate::Criterion::default(),
+            ss_dur_us: 0,
+            ss_ramp_us: 0,
+            ss_interval_us: 1_000_000,
         }
     }
 }
@@ -704,6 +737,8 @@ impl JobState {
                             format!("; {}", accepted())
                         }
                     ))
+                } else if let Some(why) = not_modeled_reason(def.name) {
+                    Err(format!("option '{}': {why}", def.name))
                 } else if neutral.is_empty() {
                     Err(format!("option '{}' is not modeled yet", def.name))
                 } else {
@@ -814,7 +849,11 @@ impl JobState {
         };
         match name {
             "name" => self.name = Some(v.to_string()),
-            "filename" => self.filename = Some(parse_filename(v)?),
+            "filename" => {
+                let mut names = parse_filenames(v)?;
+                self.filename = Some(names.remove(0));
+                self.more_files = names;
+            }
             "rw" => {
                 let (mode, suffix) = match v.split_once(':') {
                     Some((m, s)) => (m.trim(), Some(s.trim())),
@@ -1052,6 +1091,11 @@ impl JobState {
                     }
                 }
             }
+            "steadystate" => self.ss_criterion = parse_steadystate(v, kb)?,
+            // FIO_OPT_STR_VAL_TIME with is_seconds: bare numbers are seconds.
+            "steadystate_duration" => self.ss_dur_us = parse_time(v)? / 1_000,
+            "steadystate_ramp_time" => self.ss_ramp_us = parse_time(v)? / 1_000,
+            "steadystate_check_interval" => self.ss_interval_us = parse_time(v)? / 1_000,
             "flow_id" => self.control.flow_id = int(0, U32_MAX)? as u32,
             "flow" => self.control.flow = int(0, 1000)? as u32,
             "flow_sleep" => self.control.flow_sleep_us = int(0, U32_MAX)?,
@@ -1153,6 +1197,15 @@ impl JobState {
                 })
             }
             "fill_device" => self.fill_device = parse_bool(v)?,
+            "cmdprio_percentage" => self.cmdprio_perc = cmdprio_dirs(v, kb, 0, 100, name)?,
+            "cmdprio_class" => self.cmdprio_class = cmdprio_dirs(v, kb, 1, 3, name)?,
+            "cmdprio" => self.cmdprio_level = cmdprio_dirs(v, kb, 0, 7, name)?,
+            "cmdprio_hint" => self.cmdprio_hint = cmdprio_dirs(v, kb, 0, 1023, name)?,
+            "cmdprio_bssplit" => self.cmdprio_bssplit = Some(v.to_string()),
+            "nrfiles" => self.nrfiles = int(1, U32_MAX)? as u32,
+            "openfiles" => self.openfiles = Some(int(1, U32_MAX)? as u32),
+            "filename_format" => self.filename_format = Some(v.to_string()),
+            "file_service_type" => self.file_service = parse_file_service(v)?,
             "random_sequence_stride" => self.random_sequence_stride = parse_bool(v)?,
             "io_submit_mode" => {
                 self.offload = match v {
@@ -1326,6 +1379,10 @@ impl JobState {
             }
         }
         let verify = self.verify_spec(&name)?;
+        let mut control = self.control.clone();
+        control.steadystate = self.steadystate_spec(&name)?;
+        control.ss_check_interval_us = self.ss_interval_us;
+        let cmdprio = self.cmdprio_spec(&name)?;
         Ok(JobSpec {
             name,
             source,
@@ -1400,6 +1457,11 @@ impl JobState {
             rate,
             iolog: self.iolog.clone(),
             files: FileSpec {
+                more_names: self.more_files.clone(),
+                nrfiles: self.nrfiles,
+                filename_format: self.filename_format.clone(),
+                service: self.file_service,
+                openfiles: self.openfiles,
                 directory: self.directory.clone(),
                 filesize: self.filesize,
                 fill_device: self.fill_device,
@@ -1407,9 +1469,109 @@ impl JobState {
             },
             verify,
             offload: self.offload,
-            control: self.control.clone(),
+            control,
+            cmdprio,
             options,
         })
+    }
+
+    /// fio's `fio_cmdprio_init`: the per-I/O priorities of a libaio or
+    /// io_uring job (`None` when it sets no percentage).
+    fn cmdprio_spec(&self, name: &str) -> Result<Option<super::CmdPrio>, String> {
+        let bssplit = self
+            .cmdprio_bssplit
+            .as_deref()
+            .filter(|s| !s.trim().is_empty());
+        let perc = self.cmdprio_perc.iter().any(|&p| p > 0);
+        if !perc && bssplit.is_none() {
+            return Ok(None);
+        }
+        if perc && bssplit.is_some() {
+            return Err(format!(
+                "job '{name}': cmdprio_percentage and cmdprio_bssplit options are mutually exclusive"
+            ));
+        }
+        if !matches!(self.ioengine, IoEngine::Libaio | IoEngine::IoUring) {
+            return Err(format!(
+                "job '{name}': cmdprio options are options of the libaio and io_uring engines \
+                 (fio's cmdprio.c), not of ioengine={}",
+                self.ioengine.as_str()
+            ));
+        }
+        // An unset class is RT (IOPRIO_CLASS_RT).
+        let class = |d: usize| {
+            if self.cmdprio_class[d] == 0 {
+                1
+            } else {
+                self.cmdprio_class[d] as u8
+            }
+        };
+        let implicit = |d: usize| {
+            (
+                class(d),
+                self.cmdprio_level[d] as u8,
+                self.cmdprio_hint[d] as u16,
+            )
+        };
+        let dirs = match bssplit {
+            None => [0, 1].map(|d| {
+                let (class, level, hint) = implicit(d);
+                (self.cmdprio_perc[d] > 0)
+                    .then(|| super::CmdPrioEntry {
+                        bs: None,
+                        perc: self.cmdprio_perc[d] as u32,
+                        class,
+                        level,
+                        hint,
+                    })
+                    .into_iter()
+                    .collect()
+            }),
+            Some(b) => {
+                let parts: Vec<&str> = b.split(',').collect();
+                if parts.len() > 3 {
+                    return Err(format!(
+                        "job '{name}': too many directions in cmdprio_bssplit '{b}' (at most read,write,trim)"
+                    ));
+                }
+                let read = parse_cmdprio_bssplit_dir(parts[0], self.kb_base, implicit(0))
+                    .map_err(|e| format!("job '{name}': {e}"))?;
+                let write = match parts.get(1) {
+                    Some(w) => parse_cmdprio_bssplit_dir(w, self.kb_base, implicit(1))
+                        .map_err(|e| format!("job '{name}': {e}"))?,
+                    None => parse_cmdprio_bssplit_dir(parts[0], self.kb_base, implicit(1))
+                        .map_err(|e| format!("job '{name}': {e}"))?,
+                };
+                [read, write]
+            }
+        };
+        Ok(Some(super::CmdPrio { dirs }))
+    }
+
+    /// fio's `fixup_options` checks of the steady-state settings, and the
+    /// settings resolved (`None` when `steadystate_duration` is 0).
+    fn steadystate_spec(&self, name: &str) -> Result<Option<crate::steadystate::SsSpec>, String> {
+        let (dur, interval) = (self.ss_dur_us, self.ss_interval_us);
+        if dur == 0 {
+            return Ok(None);
+        }
+        if interval / 1000 < 1000 {
+            return Err(format!(
+                "job '{name}': steadystate_check_interval must be at least 1s"
+            ));
+        }
+        if !dur.is_multiple_of(interval) || dur <= interval {
+            return Err(format!(
+                "job '{name}': steadystate_duration {dur}us must be a multiple of, and longer \
+                 than, steadystate_check_interval {interval}us"
+            ));
+        }
+        Ok(Some(crate::steadystate::SsSpec {
+            criterion: self.ss_criterion,
+            dur_s: dur / 1_000_000,
+            ramp_us: self.ss_ramp_us,
+            interval_ms: interval / 1000,
+        }))
     }
 }
 
@@ -1544,6 +1706,70 @@ fn parse_verify(v: &str) -> Result<Option<String>, String> {
     Ok((v != "0").then(|| v.to_string()))
 }
 
+/// fio's `str_steadystate_cb`: `iops`, `iops_slope`, `bw`, `bw_slope`,
+/// `lat` or `lat_slope`, then `:` and a limit: a percentage of the mean
+/// (`10%`), else IOPS (a number), bytes/s (fio's size suffixes) or, for
+/// `lat`, a time, which fio reads in µs (bare numbers and suffixes alike)
+/// and compares with latencies in ns.
+fn parse_steadystate(v: &str, kb: u32) -> Result<crate::steadystate::Criterion, String> {
+    use crate::steadystate::{Criterion, Metric};
+    const KINDS: &str = "iops, iops_slope, bw, bw_slope, lat, lat_slope";
+    let (kind, limit) = match v.split_once(':') {
+        Some((k, l)) => (k.trim(), Some(l.trim())),
+        None => (v.trim(), None),
+    };
+    let (metric, slope) = match kind {
+        "iops" => (Metric::Iops, false),
+        "iops_slope" => (Metric::Iops, true),
+        "bw" => (Metric::Bw, false),
+        "bw_slope" => (Metric::Bw, true),
+        "lat" => (Metric::Lat, false),
+        "lat_slope" => (Metric::Lat, true),
+        _ => {
+            return Err(format!(
+                "invalid value '{v}' for steadystate (valid: {KINDS}, then ':' and a limit)"
+            ))
+        }
+    };
+    let limit = match limit {
+        Some(l) if !l.is_empty() => l,
+        _ => {
+            return Err(format!(
+                "steadystate threshold must be specified in addition to criterion ('{kind}:LIMIT', e.g. '{kind}:1%')"
+            ))
+        }
+    };
+    let bad = |what: &str, e: String| format!("steadystate {what} threshold '{limit}': {e}");
+    let (pct, limit) = if let Some(p) = limit.strip_suffix('%') {
+        let val = p
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| bad("percentage", "not a non-negative number".into()))?;
+        (true, val)
+    } else {
+        let val = match metric {
+            Metric::Iops => limit
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| bad("IOPS", "not a non-negative number".into()))?,
+            Metric::Bw => parse_abs_bytes(limit, kb).map_err(|e| bad("BW", e))? as f64,
+            Metric::Lat => {
+                (parse_time_us_default(limit).map_err(|e| bad("latency", e))? / 1_000) as f64
+            }
+        };
+        (false, val)
+    };
+    Ok(Criterion {
+        metric,
+        slope,
+        pct,
+        limit,
+    })
+}
+
 /// A time option fio keeps as an unsigned int of µs; `parse` gives ns.
 fn parse_us(v: &str, parse: fn(&str) -> Result<u64, String>) -> Result<u64, String> {
     if v.contains([',', ':', '-']) {
@@ -1594,7 +1820,11 @@ fn parse_rw(v: &str) -> Result<RwMode, String> {
         "rw" | "readwrite" => RwMode::ReadWrite,
         "randrw" => RwMode::RandRw,
         "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-            return Err(format!("rw={v} is not modeled yet"))
+            return Err(format!(
+                "rw={v} is not modeled yet: fio's trims are discards of the device (on a file, \
+                 fallocate punch holes through the file system); replayed trims are modeled \
+                 (read_iolog, iosched replay)"
+            ))
         }
         _ => {
             return Err(format!(
@@ -1628,6 +1858,77 @@ fn parse_engine(v: &str) -> Result<IoEngine, String> {
     })
 }
 
+/// Why some options that would change the I/O are refused, where a bare
+/// "not modeled yet" would not tell the user what stands in the way.
+fn not_modeled_reason(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "atomic" => {
+            "atomic writes (RWF_ATOMIC, REQ_ATOMIC) need a device with atomic write limits; \
+             iosched's device models have none (queue/atomic_write_unit_max_bytes 0), and the \
+             kernel fails every RWF_ATOMIC write to such a device with EOPNOTSUPP before it \
+             reaches a scheduler (use atomic=0)"
+        }
+        "fdp" | "dataplacement" | "plids" | "plid_select" | "dp_scheme" => {
+            "NVMe flexible data placement puts placement identifiers in the write commands \
+             (through NVMe passthrough: io_uring_cmd, xnvme); iosched's device models have \
+             no placement handles or reclaim units"
+        }
+        "sprandom" | "spr_num_regions" | "spr_op" | "spr_cs" => {
+            "fio's SSD preconditioning order (sprandom.c: regions written in a random \
+             order that leaves a set share of each invalid) is not modeled yet; precondition \
+             with rw=randwrite"
+        }
+        _ => return None,
+    })
+}
+
+/// The message for an option the table does not have: for the options of
+/// fio's engines that are not modelled (fio registers them with the engine,
+/// so with a modelled engine fio rejects them too), which engine has it and
+/// why that engine is not modelled.
+pub(crate) fn unknown_option(name: &str) -> String {
+    let engine = match name {
+        "md_per_io_size" | "pi_act" | "pi_chk" | "apptag" | "apptag_mask" | "cmd_type"
+        | "xnvme_be" | "xnvme_async" | "xnvme_sync" | "xnvme_admin" | "xnvme_dev_nsid"
+        | "xnvme_dev_subnqn" | "xnvme_mem" | "xnvme_iovec" => Some((
+            "the io_uring_cmd and xnvme engines (NVMe passthrough: metadata, protection \
+             information)",
+            "xnvme",
+        )),
+        "sg_write_mode" | "stream_id" => Some(("the sg engine (SCSI passthrough)", "sg")),
+        "libblkio_driver"
+        | "libblkio_path"
+        | "libblkio_pre_connect_props"
+        | "libblkio_num_entries"
+        | "libblkio_queue_size"
+        | "libblkio_pre_start_props"
+        | "libblkio_vectored"
+        | "libblkio_write_zeroes_on_trim"
+        | "libblkio_wait_mode"
+        | "libblkio_force_enable_completion_eventfd" => Some(("the libblkio engine", "libblkio")),
+        "hostname" | "port" | "protocol" | "proto" | "listen" | "pingpong" | "interface"
+        | "ttl" | "window_size" | "mss" | "netsplice" => Some(("the net engine", "net")),
+        "clientname" | "rbdname" | "pool" | "clustername" | "busy_poll" => {
+            Some(("the rbd and rados engines", "rbd"))
+        }
+        "uri" => Some(("the nbd engine", "nbd")),
+        "http_host" | "http_user" | "http_pass" | "http_s3_key" | "http_s3_keyid"
+        | "http_s3_region" | "http_mode" | "http_verbose" | "https" => {
+            Some(("the http engine", "http"))
+        }
+        "gpu_dev_ids" | "cuda_io" => Some(("the libcufile engine", "libcufile")),
+        _ => None,
+    };
+    match engine {
+        Some((which, e)) => format!(
+            "unknown option '{name}': it is an option of {which}, which iosched does not \
+             model ({})",
+            unmodelled_engine(e).unwrap_or("not modeled")
+        ),
+        None => format!("unknown option '{name}'"),
+    }
+}
+
 /// fio's real engines (every `.name` of its engines/ directory, plus
 /// `external`) that the simulator does not model, with why: they are fio
 /// engines, so "invalid" would be wrong, and the reason tells the user
@@ -1656,9 +1957,12 @@ fn unmodelled_engine(name: &str) -> Option<&'static str> {
 }
 
 /// fio separates several files with ':' (escaped as '\:'); one file only.
-fn parse_filename(v: &str) -> Result<String, String> {
+fn parse_filenames(v: &str) -> Result<Vec<String>, String> {
+    // fio's get_next_str: ':' separates names, '\\:' is a colon in a name,
+    // empty names are skipped.
+    let mut names = Vec::new();
     let mut out = String::with_capacity(v.len());
-    let mut chars = v.chars().peekable();
+    let mut chars = v.trim().chars().peekable();
     while let Some(c) = chars.next() {
         match c {
             '\\' if chars.peek() == Some(&':') => {
@@ -1666,14 +1970,144 @@ fn parse_filename(v: &str) -> Result<String, String> {
                 chars.next();
             }
             ':' => {
-                return Err(format!(
-                    "several files in filename ('{v}') are not modeled yet"
-                ))
+                if !out.is_empty() {
+                    names.push(std::mem::take(&mut out));
+                }
             }
             _ => out.push(c),
         }
     }
+    if !out.is_empty() {
+        names.push(out);
+    }
+    if names.is_empty() {
+        return Err(format!("no file name in filename ('{v}')"));
+    }
+    if names.len() > 1 && names.iter().any(|n| n.starts_with("/dev/")) {
+        return Err(format!(
+            "several files in filename ('{v}') with a device among them: iosched simulates one \
+             device (name one device, or files on its file system)"
+        ));
+    }
+    Ok(names)
+}
+
+/// A cmdprio option's `R[,W]` (fio's `FIO_OPT_INT` with two offsets): one
+/// value for both directions, or one each, within `min..=max`.
+fn cmdprio_dirs(v: &str, kb: u32, min: u64, max: u64, name: &str) -> Result<[u64; 2], String> {
+    let r = parse_per_dir(v, kb, [0; 3], name)?;
+    for x in [r[0], r[1]] {
+        if x < min || x > max {
+            return Err(format!("{name} value {x} is out of range ({min} to {max})"));
+        }
+    }
+    Ok([r[0], r[1]])
+}
+
+/// fio's `split_parse_prio_ddir` for one direction of `cmdprio_bssplit`:
+/// `bs/perc[/class[/level[/hint]]]` entries separated by `:`; a missing
+/// class and level are the `cmdprio_class` / `cmdprio` ones.
+fn parse_cmdprio_bssplit_dir(
+    p: &str,
+    kb: u32,
+    implicit: (u8, u8, u16),
+) -> Result<Vec<super::CmdPrioEntry>, String> {
+    let mut out: Vec<super::CmdPrioEntry> = Vec::new();
+    for e in p.trim().split(':').map(str::trim).filter(|e| !e.is_empty()) {
+        let f: Vec<&str> = e.split('/').map(str::trim).collect();
+        if f.len() < 2 || f.len() > 5 {
+            return Err(format!(
+                "cmdprio_bssplit entry '{e}': expected bs/percentage[/class[/level[/hint]]]"
+            ));
+        }
+        let bs = parse_abs_bytes(f[0], kb)?;
+        let num = |i: usize, max: u64, what: &str| -> Result<u64, String> {
+            match parse_plain_uint(f[i]) {
+                Ok(n) if n <= max => Ok(n),
+                _ => Err(format!(
+                    "cmdprio_bssplit entry '{e}': {what} '{}' is not an integer from 0 to {max}",
+                    f[i]
+                )),
+            }
+        };
+        let perc = num(1, 100, "percentage")? as u32;
+        let class = if f.len() > 2 {
+            num(2, 3, "class")? as u8
+        } else {
+            implicit.0
+        };
+        let level = if f.len() > 3 {
+            num(3, 7, "level")? as u8
+        } else {
+            implicit.1
+        };
+        let hint = if f.len() > 4 {
+            num(4, 1023, "hint")? as u16
+        } else {
+            implicit.2
+        };
+        out.push(super::CmdPrioEntry {
+            bs: Some(bs),
+            perc,
+            class,
+            level,
+            hint,
+        });
+    }
+    // fio sorts the entries by block size and caps each size's total at 100.
+    out.sort_by_key(|e| e.bs);
+    let mut i = 0;
+    while i < out.len() {
+        let bs = out[i].bs;
+        let total: u32 = out.iter().filter(|e| e.bs == bs).map(|e| e.perc).sum();
+        if total > 100 {
+            return Err(format!(
+                "cmdprio_bssplit total percentage for bs: {} exceeds 100",
+                bs.unwrap_or(0)
+            ));
+        }
+        i += out.iter().filter(|e| e.bs == bs).count();
+    }
     Ok(out)
+}
+
+/// fio's `str_fst_cb`: `roundrobin` and `random` with an optional `:N` (I/Os
+/// before the next file, default 1), or `sequential`.
+fn parse_file_service(v: &str) -> Result<super::FileService, String> {
+    use super::{FileService, FileServiceKind};
+    let (kind, nr) = match v.split_once(':') {
+        Some((k, n)) => (k.trim(), Some(n.trim())),
+        None => (v.trim(), None),
+    };
+    let kind = match kind {
+        "roundrobin" => FileServiceKind::RoundRobin,
+        "random" => FileServiceKind::Random,
+        "sequential" => FileServiceKind::Sequential,
+        "zipf" | "pareto" | "normal" | "gauss" => {
+            return Err(format!(
+                "file_service_type={kind} (a skewed choice of file) is not modeled yet; use \
+                 roundrobin, random or sequential"
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "invalid value '{v}' for file_service_type (valid: roundrobin, random, \
+                 sequential, zipf, pareto, normal, gauss)"
+            ))
+        }
+    };
+    let nr = match nr {
+        None => 1,
+        Some(n) => match parse_plain_uint(n) {
+            Ok(n) if (1..=U32_MAX).contains(&n) => n as u32,
+            _ => {
+                return Err(format!(
+                    "invalid file_service_type count in '{v}' (an integer of at least 1)"
+                ))
+            }
+        },
+    };
+    Ok(FileService { kind, nr })
 }
 
 /// The per-direction parts of `R[,W[,T]]` (fio's rule for `bs`, `bsrange`,
@@ -2273,8 +2707,11 @@ mod tests {
 
     #[test]
     fn filenames() {
-        assert_eq!(parse_filename("/dev/sdb").unwrap(), "/dev/sdb");
-        assert_eq!(parse_filename("a\\:b").unwrap(), "a:b");
-        assert!(parse_filename("a:b").is_err());
+        assert_eq!(parse_filenames("/dev/sdb").unwrap(), vec!["/dev/sdb"]);
+        assert_eq!(parse_filenames("a\\:b").unwrap(), vec!["a:b"]);
+        // fio's get_next_str: ':' separates, empty names are skipped.
+        assert_eq!(parse_filenames("a::b:").unwrap(), vec!["a", "b"]);
+        assert!(parse_filenames(":").is_err());
+        assert!(parse_filenames("/dev/a:/dev/b").is_err());
     }
 }

@@ -165,6 +165,41 @@ fn job(report: &RunReport, j: &JobResult, plus: bool) -> Value {
         o.insert("latency_window".into(), j.latency_window_us.into());
         o.insert("latency_window_us".into(), j.latency_window_us.into());
     }
+    if let Some(ss) = &j.steadystate {
+        o.insert("steadystate".into(), steadystate(ss));
+    }
+    Value::Object(o)
+}
+
+/// fio's `steadystate` object (stat.c `show_thread_status_json`): the
+/// criterion, whether it was met, the last measure, and the ring of
+/// samples oldest first.
+fn steadystate(ss: &crate::steadystate::SsReport) -> Value {
+    use crate::steadystate::Metric;
+    let c = &ss.criterion;
+    let mut o = Map::new();
+    o.insert("ss".into(), c.label().into());
+    o.insert("duration".into(), ss.dur_s.into());
+    o.insert("attained".into(), u64::from(ss.attained).into());
+    o.insert(
+        "criterion".into(),
+        format!("{:.6}{}", ss.value as f32, if c.pct { "%" } else { "" }).into(),
+    );
+    o.insert("max_deviation".into(), float(ss.deviation));
+    o.insert("slope".into(), float(ss.slope));
+    let mut data = Map::new();
+    data.insert("bw_mean".into(), ss.bw_mean().into());
+    data.insert("iops_mean".into(), ss.iops_mean().into());
+    let column = |f: fn(&crate::steadystate::Sample) -> u64| {
+        Value::Array(ss.samples.iter().map(|x| f(x).into()).collect())
+    };
+    if c.metric == Metric::Lat {
+        data.insert("lat_mean".into(), ss.lat_mean().into());
+        data.insert("lat_ns".into(), column(|x| x.lat));
+    }
+    data.insert("iops".into(), column(|x| x.iops));
+    data.insert("bw".into(), column(|x| x.bw));
+    o.insert("data".into(), Value::Object(data));
     Value::Object(o)
 }
 
@@ -223,6 +258,29 @@ fn dir(j: &JobResult, d: &DirStats, group_agg: u64, plist: &[f64], plus: bool) -
         lat(&d.clat, j.clat_percentiles, plist, plus),
     );
     o.insert("lat_ns".into(), lat(&d.lat, j.lat_percentiles, plist, plus));
+    // Per-priority latencies when at least two priorities have samples.
+    if d.prios_with_samples().count() >= 2 {
+        let key = if j.lat_percentiles {
+            "lat_ns"
+        } else {
+            "clat_ns"
+        };
+        let prios: Vec<Value> = d
+            .prios_with_samples()
+            .map(|p| {
+                let mut e = Map::new();
+                e.insert("prioclass".into(), u64::from(p.value >> 13).into());
+                e.insert("prio".into(), u64::from(p.value & 7).into());
+                e.insert("priohint".into(), u64::from((p.value >> 3) & 0x3ff).into());
+                e.insert(
+                    key.into(),
+                    lat(&p.lat, j.clat_percentiles || j.lat_percentiles, plist, plus),
+                );
+                Value::Object(e)
+            })
+            .collect();
+        o.insert("prios".into(), Value::Array(prios));
+    }
     let agg = if d.bw.count() > 0 {
         bw_agg_percent(group_agg, d.bw.mean())
     } else {

@@ -158,6 +158,8 @@ pub struct JobResult {
     /// The job runs as threads (`thread`): counted as such in the
     /// "Starting N threads" line.
     pub thread: bool,
+    /// The steady-state section (`steadystate` with a duration).
+    pub steadystate: Option<crate::steadystate::SsReport>,
 }
 
 impl JobResult {
@@ -187,6 +189,7 @@ impl JobResult {
             latency_window_us: 0,
             latency_percentile: 100.0,
             thread: false,
+            steadystate: None,
         }
     }
 

@@ -224,6 +224,51 @@ fn job_block(report: &RunReport, j: &JobResult, s: &mut String) {
             j.latency_percentile, j.latency_depth
         );
     }
+    if let Some(ss) = &j.steadystate {
+        steadystate_line(ss, s);
+    }
+}
+
+/// fio's `show_ss_normal`: whether steady state was attained, the ring's
+/// mean bandwidth, IOPS (and latency for a latency criterion), and the
+/// last measure.
+fn steadystate_line(ss: &crate::steadystate::SsReport, s: &mut String) {
+    use crate::steadystate::Metric;
+    let bw = ss.bw_mean();
+    let c = &ss.criterion;
+    let lat = if c.metric == Metric::Lat {
+        let mean = ss.lat_mean();
+        // nsec_to_msec / nsec_to_usec with the mean as both min and mean.
+        let (v, unit) = if mean > 2_000_000 {
+            (mean as f64 / 1e6, "msec")
+        } else if mean > 2_000 {
+            (mean as f64 / 1e3, "usec")
+        } else {
+            (mean as f64, "nsec")
+        };
+        format!(
+            ", lat={}{unit}",
+            num2str(v as u64, SIG_FIGS, 1, false, Unit::None)
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "  steadystate  : attained={}, bw={} ({}), iops={}{lat}, {}{}={:.3}{}",
+        if ss.attained { "yes" } else { "no" },
+        num2str(bw / 1024, SIG_FIGS, 1024, true, Unit::BytePerSec),
+        num2str(bw / 1024, SIG_FIGS, 1024, false, Unit::BytePerSec),
+        num2str(ss.iops_mean(), SIG_FIGS, 1, false, Unit::None),
+        match c.metric {
+            Metric::Iops => "iops",
+            Metric::Bw => "bw",
+            Metric::Lat => "lat",
+        },
+        if c.slope { " slope" } else { " mean dev" },
+        ss.value,
+        if c.pct { "%" } else { "" }
+    );
 }
 
 fn scale_down_ns(v: u64) -> (f64, &'static str) {
@@ -265,6 +310,22 @@ fn ddir_status(
     for (name, h) in [("slat", &ds.slat), ("clat", &ds.clat), (" lat", &ds.lat)] {
         display_lat(name, h, s);
     }
+    // Per-priority lines (cmdprio) when at least two priorities have samples.
+    let by_prio = ds.prios_with_samples().count() >= 2;
+    let clat_type = if j.lat_percentiles { "lat" } else { "clat" };
+    let prio_name = |v: u16| {
+        format!(
+            "{clat_type} prio {}/{}/{}",
+            v >> 13,
+            v & 7,
+            (v >> 3) & 0x3ff
+        )
+    };
+    if by_prio {
+        for p in ds.prios_with_samples() {
+            display_lat(&prio_name(p.value), &p.lat, s);
+        }
+    }
     let precision = j.percentile_precision.min(10) as usize;
     for (name, h, on) in [
         ("slat", &ds.slat, j.slat_percentiles),
@@ -273,6 +334,20 @@ fn ddir_status(
     ] {
         if let Some(vals) = percentile_values(h, on, plist) {
             percentiles_block(name, &vals, precision, s);
+        }
+    }
+    if by_prio && (j.clat_percentiles || j.lat_percentiles) {
+        let all = if j.lat_percentiles {
+            ds.lat.count()
+        } else {
+            ds.clat.count()
+        };
+        for p in ds.prios_with_samples() {
+            if let Some(vals) = percentile_values(&p.lat, true, plist) {
+                let share = 100.0 * p.lat.count() as f64 / all.max(1) as f64;
+                let name = format!("{} ({share:.2}% of IOs)", prio_name(p.value));
+                percentiles_block(&name, &vals, precision, s);
+            }
         }
     }
     if ds.bw.count() > 0 {

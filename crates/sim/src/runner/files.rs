@@ -57,10 +57,34 @@ pub fn subjob_number(c: u32, numjobs: u32) -> u64 {
     }
 }
 
-/// The file name fio gives clone `c` of `spec` (its default
-/// `filename_format`, `$jobname.$jobnum.$filenum`), in `directory`.
-fn own_file_name(spec: &JobSpec, c: u32) -> String {
-    in_directory(spec, &format!("{}.{c}.0", spec.name))
+/// The names of clone `c`'s files: `filename`'s (shared by every clone),
+/// else `nrfiles` names made from `filename_format` (fio's default
+/// `$jobname.$jobnum.$filenum`), in `directory`.
+fn own_file_names(spec: &JobSpec, c: u32) -> Result<Vec<String>, String> {
+    if let Some(f) = &spec.filename {
+        let mut names = vec![in_directory(spec, f)];
+        names.extend(spec.files.more_names.iter().map(|n| in_directory(spec, n)));
+        return Ok(names);
+    }
+    let format = spec
+        .files
+        .filename_format
+        .as_deref()
+        .unwrap_or("$jobname.$jobnum.$filenum");
+    if format.contains("$clientuid") {
+        return Err(
+            "filename_format's $clientuid (fio's client/server mode) is not modeled".to_string(),
+        );
+    }
+    Ok((0..spec.files.nrfiles.max(1))
+        .map(|f| {
+            let name = format
+                .replace("$jobname", &spec.name)
+                .replace("$jobnum", &c.to_string())
+                .replace("$filenum", &f.to_string());
+            in_directory(spec, &name)
+        })
+        .collect())
 }
 
 fn in_directory(spec: &JobSpec, name: &str) -> String {
@@ -82,10 +106,11 @@ fn file_size(spec: &JobSpec, rng: &mut Pcg64Mcg) -> Option<u64> {
     Some((s - s % bs).max(bs))
 }
 
-/// What clone `c` of `spec` needs its file to hold: its offset plus its size,
+/// What clone `c` of `spec` needs each of its `nfiles` files to hold: its
+/// offset plus its share of the size (fio gives each file `size / nrfiles`),
 /// or the file's `filesize`; `None` with `fill_device`. An error when the
 /// job gives no size at all.
-fn need(spec: &JobSpec, c: u32, drawn: Option<u64>) -> Result<Option<u64>, String> {
+fn need(spec: &JobSpec, c: u32, nfiles: u64, drawn: Option<u64>) -> Result<Option<u64>, String> {
     if spec.files.fill_device {
         return Ok(None);
     }
@@ -95,7 +120,7 @@ fn need(spec: &JobSpec, c: u32, drawn: Option<u64>) -> Result<Option<u64>, Strin
     let offset =
         spec.offset + subjob_number(c, spec.numjobs).saturating_mul(spec.files.offset_increment);
     match spec.size {
-        Some(SizeSpec::Bytes(b)) => Ok(Some(offset.saturating_add(b))),
+        Some(SizeSpec::Bytes(b)) => Ok(Some(offset.saturating_add(b / nfiles.max(1)))),
         Some(SizeSpec::Percent(p)) => Err(format!(
             "size={p}% of a file that does not exist yet needs filesize= (or a device \
              filename under /dev/)"
@@ -108,52 +133,54 @@ fn need(spec: &JobSpec, c: u32, drawn: Option<u64>) -> Result<Option<u64>, Strin
     }
 }
 
-/// Each job's clones' extents, in job and clone order. The error names the
-/// job (its index) and what is wrong.
+/// Each job's clones' files' extents, in job, clone and file order. The
+/// error names the job (its index) and what is wrong.
 pub fn lay_out(
     jobs: &[JobSpec],
     capacity: u64,
     seed: u64,
-) -> Result<Vec<Vec<Extent>>, (usize, String)> {
+) -> Result<Vec<Vec<Vec<Extent>>>, (usize, String)> {
     let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0xF11E_5123);
     let mut files: Vec<File> = Vec::new();
-    let mut targets: Vec<Vec<Target>> = Vec::new();
+    let mut targets: Vec<Vec<Vec<Target>>> = Vec::new();
     for (k, spec) in jobs.iter().enumerate() {
         let mut mine = Vec::new();
         for c in 0..spec.numjobs {
-            let name = match &spec.filename {
-                Some(f) if f.starts_with("/dev/") => {
-                    mine.push(Target::Device);
-                    continue;
-                }
-                Some(f) => in_directory(spec, f),
-                None if spec.size.is_none()
-                    && spec.files.filesize.is_none()
-                    && !spec.files.fill_device =>
-                {
-                    mine.push(Target::Device);
-                    continue;
-                }
-                None => own_file_name(spec, c),
-            };
-            let i = match files.iter().position(|f| f.name == name) {
-                Some(i) => {
-                    // An existing file: the job uses it as it is, or grows it.
-                    if let Ok(Some(n)) = need(spec, c, None) {
-                        if let Some(have) = files[i].need.as_mut() {
-                            *have = (*have).max(n);
-                        }
-                    }
-                    i
-                }
+            let device = match &spec.filename {
+                Some(f) => f.starts_with("/dev/"),
                 None => {
-                    let drawn = file_size(spec, &mut rng);
-                    let need = need(spec, c, drawn).map_err(|e| (k, format!("{name}: {e}")))?;
-                    files.push(File { name, need });
-                    files.len() - 1
+                    spec.size.is_none() && spec.files.filesize.is_none() && !spec.files.fill_device
                 }
             };
-            mine.push(Target::File(i));
+            if device {
+                mine.push(vec![Target::Device]);
+                continue;
+            }
+            let names = own_file_names(spec, c).map_err(|e| (k, e))?;
+            let nfiles = names.len() as u64;
+            let mut clone_files = Vec::new();
+            for name in names {
+                let i = match files.iter().position(|f| f.name == name) {
+                    Some(i) => {
+                        // An existing file: the job uses it as it is, or grows it.
+                        if let Ok(Some(n)) = need(spec, c, nfiles, None) {
+                            if let Some(have) = files[i].need.as_mut() {
+                                *have = (*have).max(n);
+                            }
+                        }
+                        i
+                    }
+                    None => {
+                        let drawn = file_size(spec, &mut rng);
+                        let need = need(spec, c, nfiles, drawn)
+                            .map_err(|e| (k, format!("{name}: {e}")))?;
+                        files.push(File { name, need });
+                        files.len() - 1
+                    }
+                };
+                clone_files.push(Target::File(i));
+            }
+            mine.push(clone_files);
         }
         targets.push(mine);
     }
@@ -170,6 +197,7 @@ pub fn lay_out(
                 .iter()
                 .position(|t| {
                     t.iter()
+                        .flatten()
                         .any(|x| matches!(x, Target::File(i) if files[*i].name == f.name))
                 })
                 .unwrap_or(0);
@@ -185,18 +213,15 @@ pub fn lay_out(
         extents.push(Extent { start, len });
         at = start + len;
     }
+    let extent = |x: &Target| match x {
+        Target::Device => Extent {
+            start: 0,
+            len: capacity,
+        },
+        Target::File(i) => extents[*i],
+    };
     Ok(targets
         .iter()
-        .map(|t| {
-            t.iter()
-                .map(|x| match x {
-                    Target::Device => Extent {
-                        start: 0,
-                        len: capacity,
-                    },
-                    Target::File(i) => extents[*i],
-                })
-                .collect()
-        })
+        .map(|t| t.iter().map(|c| c.iter().map(extent).collect()).collect())
         .collect())
 }
