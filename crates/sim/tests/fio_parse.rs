@@ -263,7 +263,7 @@ fn validation_errors() {
         ("fsync=-1", "fsync"),
         ("sync=sometimes", "invalid value 'sometimes' for sync"),
         ("end_fsync=maybe", "end_fsync"),
-        ("sprandom=1", "option 'sprandom' is not modeled yet"),
+        ("sprandom=1", "option 'sprandom': fio's SSD preconditioning order"),
         ("unified_rw_reporting=1", "not modeled yet"),
         ("foo=1", "unknown option 'foo'"),
         ("ioengine=mmap", "ioengine=mmap is not modeled"),
@@ -540,7 +540,7 @@ fn command_line_errors() {
     let e = cli("--name=a --direct=1 --foo=1").unwrap_err();
     assert!(e.to_string().contains("unknown option 'foo'"));
     let e = cli("--name=a --direct=1 --sprandom=1").unwrap_err();
-    assert_eq!(e.to_string(), "command line: option '--sprandom': option 'sprandom' is not modeled yet (only the no-op value '0' accepted)");
+    assert_eq!(e.to_string(), "command line: option '--sprandom': option 'sprandom': fio's SSD preconditioning order (sprandom.c: regions written in a random order that leaves a set share of each invalid) is not modeled yet; precondition with rw=randwrite");
     let ok = cli("--name=a --direct=1 --fsync=1 --fdatasync=4 --end_fsync=1 --sync=dsync").unwrap();
     let j = &ok.jobs[0];
     assert_eq!(
