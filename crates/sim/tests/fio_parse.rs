@@ -263,7 +263,10 @@ fn validation_errors() {
         ("fsync=-1", "fsync"),
         ("sync=sometimes", "invalid value 'sometimes' for sync"),
         ("end_fsync=maybe", "end_fsync"),
-        ("sprandom=1", "option 'sprandom': fio's SSD preconditioning order"),
+        (
+            "sprandom=1",
+            "option 'sprandom': fio's SSD preconditioning order",
+        ),
         ("unified_rw_reporting=1", "not modeled yet"),
         ("foo=1", "unknown option 'foo'"),
         ("ioengine=mmap", "ioengine=mmap is not modeled"),
