@@ -215,29 +215,35 @@ fn ideal_profiles() -> Vec<Profile> {
 
 /// All built-in profiles.
 pub fn profiles() -> Vec<Profile> {
-    // Parsed once per process: fitting the disks' seek curves is most of the
-    // start-up time, and tests and sweeps ask again and again.
-    static ALL: std::sync::OnceLock<Vec<Profile>> = std::sync::OnceLock::new();
-    ALL.get_or_init(parse_builtin).clone()
+    let mut all = ideal_profiles();
+    all.extend((0..BUILTIN_FILES.len()).map(|i| builtin(i).clone()));
+    all
 }
 
-fn parse_builtin() -> Vec<Profile> {
-    let mut all = ideal_profiles();
-    for (file, text) in BUILTIN_FILES {
-        let known = all.clone();
-        let lookup = |n: &str| known.iter().find(|p| p.name == n).cloned();
-        let p = parse_profile(&format!("<builtin {file}>"), text, &lookup)
-            .unwrap_or_else(|e| panic!("built-in profile is invalid: {e}"));
-        all.push(p);
-    }
-    all
+/// Built-in profile file `i`, parsed once per process and only when asked for:
+/// fitting a disk's seek curve is most of the start-up time, and a run names
+/// one device.
+fn builtin(i: usize) -> &'static Profile {
+    const UNPARSED: std::sync::OnceLock<Profile> = std::sync::OnceLock::new();
+    static PARSED: [std::sync::OnceLock<Profile>; BUILTIN_FILES.len()] =
+        [UNPARSED; BUILTIN_FILES.len()];
+    PARSED[i].get_or_init(|| {
+        let (file, text) = BUILTIN_FILES[i];
+        parse_profile(&format!("<builtin {file}>"), text, &|n| profile(n).ok())
+            .unwrap_or_else(|e| panic!("built-in profile is invalid: {e}"))
+    })
 }
 
 /// The profile called `name`.
 pub fn profile(name: &str) -> Result<Profile, UnknownDevice> {
-    profiles()
-        .into_iter()
-        .find(|p| p.name == name)
+    if let Some(p) = ideal_profiles().into_iter().find(|p| p.name == name) {
+        return Ok(p);
+    }
+    // A built-in file is named after its profile; a test keeps them in step.
+    BUILTIN_FILES
+        .iter()
+        .position(|(file, _)| file.strip_suffix(".toml") == Some(name))
+        .map(|i| builtin(i).clone())
         .ok_or_else(|| UnknownDevice(name.to_string()))
 }
 

@@ -126,3 +126,17 @@ fn raid_member_must_exist() {
         "unknown member profile",
     );
 }
+
+/// `devices::profile` finds a built-in profile by its file name, so each
+/// built-in file must hold the profile it is named after.
+#[test]
+fn every_builtin_file_is_named_after_its_profile() {
+    for (file, _) in devices::BUILTIN_FILES {
+        let name = file.strip_suffix(".toml").expect("a .toml file");
+        let p = devices::profile(name).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(p.name, name, "{file}");
+    }
+    let names: Vec<String> = devices::profiles().into_iter().map(|p| p.name).collect();
+    assert_eq!(names.len(), devices::BUILTIN_FILES.len() + 2, "{names:?}");
+    assert!(devices::profile("no-such-disk").is_err());
+}
