@@ -155,7 +155,7 @@ fn run_with(
         .map(|i| JobConfig {
             name: w.name.to_string(),
             rw: w.rw,
-            bs: [w.bs, w.bs],
+            bs: [w.bs; 3],
             size: 1 << 30,
             io_limit: 1 << 30,
             runtime: Some(simulated_ms * 1_000_000),

@@ -11,6 +11,12 @@ use rand_pcg::Pcg64Mcg;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Offset lanes, as fio keeps offsets, block sizes and alignment per data
+/// direction: read, write and trim.
+const LANES: usize = 3;
+/// The trim lane (fio's `DDIR_TRIM`).
+const TRIM_LANE: usize = 2;
+
 pub use crate::fio::{BsDist, RandomDist, RateLimit, RwMode, ThinkTime};
 
 /// One job clone, fully resolved.
@@ -26,19 +32,20 @@ pub struct JobConfig {
     pub rw: RwMode,
     /// Share of reads in mixed modes, percent.
     pub rwmixread: u32,
-    /// Block size per direction, bytes (the smallest, when sizes vary).
-    pub bs: [u64; 2],
-    /// Per direction, how block sizes vary (`bsrange`, `bssplit`); `None`: every
-    /// I/O has `bs`.
-    pub bs_dist: [Option<BsDist>; 2],
+    /// Block size per direction (read, write, trim), bytes (the smallest, when
+    /// sizes vary).
+    pub bs: [u64; 3],
+    /// Per direction (read, write, trim), how block sizes vary (`bsrange`,
+    /// `bssplit`); `None`: every I/O has `bs`.
+    pub bs_dist: [Option<BsDist>; 3],
     /// `rw=randread:N`: a new random offset every N I/Os (1: every I/O).
     pub seq_nr: u32,
     /// `rw=read:N`: bytes added to each sequential offset (fio's
     /// `ddir_seq_add`).
     pub seq_add: i64,
-    /// Random offsets' alignment per direction, bytes (fio's `blockalign`);
-    /// 0: the direction's smallest block size, fio's default.
-    pub blockalign: [u64; 2],
+    /// Random offsets' alignment per direction (read, write, trim), bytes (fio's
+    /// `blockalign`); 0: the direction's smallest block size, fio's default.
+    pub blockalign: [u64; 3],
     /// Start of the region, bytes.
     pub offset: u64,
     /// Length of the region, bytes.
@@ -362,9 +369,9 @@ impl Default for JobConfig {
             group: 0,
             rw: RwMode::RandRead,
             rwmixread: 50,
-            bs: [4096, 4096],
-            bs_dist: [None, None],
-            blockalign: [0, 0],
+            bs: [4096; 3],
+            bs_dist: [None, None, None],
+            blockalign: [0; 3],
             seq_nr: 1,
             seq_add: 0,
             offset: 0,
@@ -496,9 +503,10 @@ impl std::fmt::Debug for Replay {
 struct FileSlot {
     offset: u64,
     size: u64,
-    pickers: [BlockPicker; 2],
-    seq_pos: [u64; 2],
-    seq_count: [u64; 2],
+    pickers: [BlockPicker; LANES],
+    seq_pos: [u64; LANES],
+    seq_count: [u64; LANES],
+    last_start: [u64; LANES],
     /// Bytes issued to it.
     issued: u64,
 }
@@ -541,7 +549,7 @@ pub struct Job {
     pub cpu_pending: bool,
     issued_bytes: u64,
     issued_ios: u64,
-    pickers: [BlockPicker; 2],
+    pickers: [BlockPicker; LANES],
     dir_rng: Pcg64Mcg,
     units: Vec<IoUnit>,
     free_units: Vec<u32>,
@@ -599,9 +607,17 @@ pub struct Job {
     bs_rng: Pcg64Mcg,
     /// Sequential position per direction, bytes into the region, when sizes
     /// vary (fio's `last_pos`).
-    seq_pos: [u64; 2],
+    seq_pos: [u64; LANES],
     /// I/Os issued per direction, for `seq_nr`.
-    seq_count: [u64; 2],
+    seq_count: [u64; LANES],
+    /// Start of the last I/O per lane, absolute bytes; `u64::MAX` before the
+    /// first (fio's `last_start`, per file).
+    last_start: [u64; LANES],
+    /// Length of the last trim (`randtrimwrite` writes it again).
+    last_trim_len: u64,
+    /// A trim the thread waits for is in flight: libaio's and posixaio's queue
+    /// functions issue a trim synchronously (`do_io_u_trim`, `BLKDISCARD`).
+    trim_blocking: bool,
     /// The trace being replayed, if any.
     replay: Option<Replay>,
     /// The blocks written, to read back (verifying jobs only).
@@ -741,7 +757,7 @@ pub struct IoDone {
 
 impl Job {
     /// The offset pickers of a region of `size` bytes, per direction.
-    fn make_pickers(cfg: &JobConfig, size: u64, salt: u64) -> [BlockPicker; 2] {
+    fn make_pickers(cfg: &JobConfig, size: u64, salt: u64) -> [BlockPicker; LANES] {
         let picker = |dir: usize, salt: u64| {
             let seed = cfg.seed ^ salt;
             if !cfg.rw.is_random() {
@@ -802,9 +818,16 @@ impl Job {
                 None => BlockPicker::random(nblocks, seed, !cfg.norandommap),
             }
         };
+        // A job without trims never draws from the trim lane: no random map for it.
+        let trims = if cfg.rw.trims() {
+            picker(TRIM_LANE, 0x5EED_0000_0000_0003 ^ salt)
+        } else {
+            BlockPicker::sequential(1)
+        };
         [
             picker(0, 0x5EED_0000_0000_0001 ^ salt),
             picker(1, 0x5EED_0000_0000_0002 ^ salt),
+            trims,
         ]
     }
 
@@ -824,8 +847,9 @@ impl Job {
                         size,
                         (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                     ),
-                    seq_pos: [0; 2],
-                    seq_count: [0; 2],
+                    seq_pos: [0; LANES],
+                    seq_count: [0; LANES],
+                    last_start: [u64::MAX; LANES],
                     issued: 0,
                 })
             })
@@ -880,8 +904,11 @@ impl Job {
             ],
             rate_dir: None,
             bs_rng: Pcg64Mcg::seed_from_u64(cfg.seed ^ 0xB55B_0000_0000_0000),
-            seq_pos: [0; 2],
-            seq_count: [0; 2],
+            seq_pos: [0; LANES],
+            seq_count: [0; LANES],
+            last_start: [u64::MAX; LANES],
+            last_trim_len: 0,
+            trim_blocking: false,
             vlog: cfg
                 .verify
                 .map(|v| Box::new(crate::verify::VerifyLog::new(v.sorted, depth as usize + 1))),
@@ -933,6 +960,7 @@ impl Job {
             && !self.stopping
             && self.reaped_free() > 0
             && !self.sync_inflight
+            && !self.trim_blocking
             && !self.sync_due()
             && !self.stalled()
             && !self.verify_blocked()
@@ -1592,6 +1620,11 @@ impl Job {
             return self.verify_done;
         }
         if let Some(n) = self.cfg.number_ios {
+            let n = if self.cfg.rw.trim_then_write() {
+                n.saturating_mul(2)
+            } else {
+                n
+            };
             if self.issued_ios >= n {
                 return true;
             }
@@ -1599,10 +1632,55 @@ impl Job {
         !self.cfg.time_based && self.issued_bytes >= self.cfg.io_limit
     }
 
+    /// The offset lane of the next I/O in direction `dir`: its own direction's,
+    /// or the trim lane. Trims travel as writes (`dir` is [`Dir::Write`]); a
+    /// trim-then-write job alternates as fio's `set_rw_ddir` decides: a trim when
+    /// the last write started where the last trim did (both unset at first),
+    /// else the write that follows it.
+    fn lane_of(&self, dir: Dir) -> usize {
+        let rw = self.cfg.rw;
+        if !rw.trims() {
+            dir.idx()
+        } else if !rw.trim_then_write() || self.last_start[1] == self.last_start[TRIM_LANE] {
+            TRIM_LANE
+        } else {
+            1
+        }
+    }
+
+    /// Where the next I/O of `lane` goes and its size. The write of
+    /// `randtrimwrite` covers the trim just issued (fio's `get_next_block` and
+    /// `get_next_buflen`); everything else follows its own lane.
+    fn next_lane_extent(&mut self, lane: usize) -> (u64, u64) {
+        if self.cfg.rw == RwMode::RandTrimWrite && lane == 1 {
+            let rel = self.last_start[TRIM_LANE].wrapping_sub(self.cfg.offset);
+            return (rel, self.last_trim_len);
+        }
+        self.next_extent(lane)
+    }
+
+    /// Record the start of an I/O of `lane` (fio's `last_start`, absolute bytes).
+    /// A random trim that starts where the previous one did would read as a
+    /// finished trim+write pair; fio then moves the last write's start off by one
+    /// so that the write still follows (`get_next_offset`).
+    fn note_lane_start(&mut self, lane: usize, byte: u64, bytes: u64) {
+        if !self.cfg.rw.trims() {
+            return;
+        }
+        if lane == TRIM_LANE {
+            if self.cfg.rw == RwMode::RandTrimWrite && self.last_start[TRIM_LANE] == byte {
+                self.last_start[1] = self.last_start[1].wrapping_sub(1);
+            }
+            self.last_trim_len = bytes;
+        }
+        self.last_start[lane] = byte;
+    }
+
     fn next_dir(&mut self) -> Dir {
         match (self.cfg.rw.reads(), self.cfg.rw.writes()) {
             (true, false) => Dir::Read,
-            (false, true) => Dir::Write,
+            // Trims travel as writes with the unit's trim flag.
+            (false, _) => Dir::Write,
             _ => {
                 if self.dir_rng.gen_range(1..=100u32) <= self.cfg.rwmixread {
                     Dir::Read
@@ -1657,7 +1735,7 @@ impl Job {
                 }
             }
         };
-        if self.sequence_ended(dir.idx()) {
+        if self.sequence_ended(self.lane_of(dir)) {
             self.stopping = true;
             return None;
         }
@@ -1665,7 +1743,9 @@ impl Job {
         if !self.files.is_empty() {
             self.next_file();
         }
-        let (rel, bs) = self.next_extent(dir.idx());
+        let lane = self.lane_of(dir);
+        let trim = lane == TRIM_LANE;
+        let (rel, bs) = self.next_lane_extent(lane);
         let byte = self.cfg.offset + rel;
         let remaining = self.cfg.io_limit.saturating_sub(self.issued_bytes);
         let bytes = if self.cfg.time_based {
@@ -1673,6 +1753,7 @@ impl Job {
         } else {
             bs.min(remaining.max(1))
         };
+        self.note_lane_start(lane, byte, bytes);
         let prio = self.cmdprio_pick(dir, bytes);
         self.units[unit as usize] = IoUnit {
             submit: Ns(now.0.saturating_sub(self.cfg.submit_cost_ns)),
@@ -1681,12 +1762,24 @@ impl Job {
             bytes: bytes as u32,
             dir: dir as u8,
             sync: false,
-            trim: false,
+            trim,
             prio: prio.map(|e| e.value()),
         };
         self.inflight += 1;
-        self.writes_issued += (dir == Dir::Write) as u64;
-        self.issued_bytes += bytes;
+        // fio's libaio and posixaio engines discard synchronously once what they
+        // have queued is submitted; io_uring (fio 3.38 and later) sends
+        // BLOCK_URING_CMD_DISCARD like any other I/O.
+        self.trim_blocking = trim
+            && matches!(
+                self.cfg.engine,
+                crate::fio::IoEngine::Libaio | crate::fio::IoEngine::Posixaio
+            );
+        self.writes_issued += (dir == Dir::Write && !trim) as u64;
+        // fio's `__io_bytes_exceeded` counts a trim-then-write job's writes only
+        // (it is `td_write`); its `number_ios` covers both and is doubled.
+        if !(trim && self.cfg.rw.trim_then_write()) {
+            self.issued_bytes += bytes;
+        }
         self.file_issued += bytes;
         self.issued_ios += 1;
         self.last_dir = dir;
@@ -1719,6 +1812,9 @@ impl Job {
             }
         }
         let (op, flags) = match dir {
+            // A discard from user space (`blkdev_fallocate` → `blkdev_issue_discard`)
+            // carries no REQ_SYNC.
+            _ if trim => (Op::Discard, ReqFlags::NONE),
             Dir::Read => (Op::Read, ReqFlags::SYNC),
             // Direct writes to a block device are REQ_SYNC | REQ_IDLE (dio_bio_write_op).
             // O_SYNC/O_DSYNC direct writes add REQ_FUA (blkdev_direct_IO).
@@ -1971,6 +2067,7 @@ impl Job {
         std::mem::swap(&mut self.pickers, &mut slot.pickers);
         std::mem::swap(&mut self.seq_pos, &mut slot.seq_pos);
         std::mem::swap(&mut self.seq_count, &mut slot.seq_count);
+        std::mem::swap(&mut self.last_start, &mut slot.last_start);
         std::mem::swap(&mut self.file_issued, &mut slot.issued);
         self.files[self.cur_file] = Some(slot);
         self.cur_file = k;
@@ -2107,6 +2204,9 @@ impl Job {
                 self.sync_done = Some((u.issue, now));
             }
             return None;
+        }
+        if u.trim {
+            self.trim_blocking = false;
         }
         self.free_units.push(unit);
         if self.cfg.offload {

@@ -40,7 +40,7 @@ const EXAMPLES: &[(&str, Class)] = &[
     ("disk-zone-profile.fio", Refused(ZONED)),
     (
         "enospc-pressure.fio",
-        Refused("rw=randtrim is not modeled yet"),
+        Refused("rw=randtrim on a file is fallocate(FALLOC_FL_PUNCH_HOLE) through the file system"),
     ),
     ("example_latency_steadystate.fio", Runs),
     ("exitwhat.fio", Runs),

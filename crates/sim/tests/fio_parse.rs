@@ -243,6 +243,29 @@ fn duplicate_options_last_wins() {
 }
 
 #[test]
+fn trim_modes_parse_with_fio_spellings() {
+    for (v, mode, reads, writes, random) in [
+        ("trim", RwMode::Trim, false, false, false),
+        ("randtrim", RwMode::RandTrim, false, false, true),
+        ("trimwrite", RwMode::TrimWrite, false, true, false),
+        ("randtrimwrite", RwMode::RandTrimWrite, false, true, true),
+    ] {
+        let j = one(&format!("rw={v}")).unwrap().jobs.remove(0);
+        assert_eq!(j.rw, mode);
+        assert_eq!(j.rw.as_str(), v);
+        assert!(j.rw.trims());
+        assert_eq!(
+            (j.rw.reads(), j.rw.writes(), j.rw.is_random()),
+            (reads, writes, random)
+        );
+        assert_eq!(j.rw.trim_then_write(), writes);
+    }
+    // bs=r,w,t: the third size is the trims'.
+    let j = one("rw=trimwrite\nbs=4k,8k,16k").unwrap().jobs.remove(0);
+    assert_eq!((j.bs.read, j.bs.write, j.bs.trim), (4096, 8192, 16384));
+}
+
+#[test]
 fn validation_errors() {
     let cases: &[(&str, &str)] = &[
         ("bs=0", "block size must be at least 1"),
@@ -253,9 +276,20 @@ fn validation_errors() {
         ("bs=4q", "malformed number '4q'"),
         ("bs", "requires a value"),
         ("bs=", "requires a value"),
-        ("rw=trim", "not modeled yet"),
-        ("rw=randtrim", "not modeled yet"),
-        ("rw=trimwrite", "not modeled yet"),
+        (
+            "rw=trim\nrate=1m",
+            "rw=trim with rate or rate_iops is not modeled yet",
+        ),
+        ("rw=randtrim\nrate_iops=10", "with rate or rate_iops"),
+        (
+            "rw=trimwrite\ncmdprio_percentage=10",
+            "with cmdprio options",
+        ),
+        (
+            "rw=trimwrite\nverify=md5",
+            "rw=trimwrite with verify is not modeled yet",
+        ),
+        ("rw=trimwrite\ndirect=0", "rw=trimwrite with direct=0"),
         ("rw=randread:0", "at least 1"),
         ("bsrange=4k", "expected a block size range MIN-MAX"),
         ("bssplit=4k/60:8k/60:16k:32k", "add to more than 100%"),

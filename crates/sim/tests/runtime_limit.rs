@@ -57,7 +57,7 @@ proptest! {
             .map(|i| JobConfig {
                 name: format!("j{i}"),
                 rw: RwMode::RandRead,
-                bs: [4096, 4096],
+                bs: [4096; 3],
                 size: size_kib * 1024,
                 io_limit: size_kib * 1024,
                 runtime: Some(runtime),

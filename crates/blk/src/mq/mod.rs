@@ -201,13 +201,21 @@ pub struct DiskStats {
     pub flush_ios: u64,
     /// Sum of flush lifetimes, ns.
     pub flush_ticks_ns: u64,
+    /// Completed discards (`STAT_DISCARD`: not among the writes).
+    pub discard_ios: u64,
+    /// Sectors discarded.
+    pub discard_sectors: u64,
+    /// Discard merges.
+    pub discard_merges: u64,
+    /// Sum of discard lifetimes, ns.
+    pub discard_ticks_ns: u64,
 }
 
 impl DiskStats {
     /// `time_in_queue`: the sum of the per-direction ticks, as the kernel computes it
     /// since v5.x.
     pub fn in_queue_ns(&self) -> u64 {
-        self.ticks_ns[0] + self.ticks_ns[1]
+        self.ticks_ns[0] + self.ticks_ns[1] + self.discard_ticks_ns
     }
 }
 
@@ -499,6 +507,7 @@ impl Queue {
     pub fn disk_stats(&self, now: Ns) -> DiskStats {
         let mut s = self.stats.clone();
         s.merges = self.merge.merges;
+        s.discard_merges = self.merge.discard_merges;
         if self.driver_inflight > 0 {
             s.io_ticks_ns += now.since(self.busy_since);
         }
@@ -912,20 +921,23 @@ impl Queue {
 
     /// `blk_mq_end_request`: account the I/O, end its bios, free the request.
     fn end_request(&mut self, now: Ns, id: RqId) {
-        let (dir, sectors, alloc, uses_sched, hctx) = {
+        let (op, sectors, alloc, uses_sched, hctx) = {
             let r = self.rqs.get(id);
-            (
-                r.dir().idx(),
-                r.nr_sectors as u64,
-                r.alloc_ns,
-                r.uses_sched,
-                r.hctx,
-            )
+            (r.op, r.nr_sectors as u64, r.alloc_ns, r.uses_sched, r.hctx)
         };
         self.work.completions += 1;
-        self.stats.ios[dir] += 1;
-        self.stats.sectors[dir] += sectors;
-        self.stats.ticks_ns[dir] += now.since(alloc);
+        // `blk_account_io_done`, by `op_stat_group`.
+        let ticks = now.since(alloc);
+        if op == Op::Discard {
+            self.stats.discard_ios += 1;
+            self.stats.discard_sectors += sectors;
+            self.stats.discard_ticks_ns += ticks;
+        } else {
+            let dir = op.dir().idx();
+            self.stats.ios[dir] += 1;
+            self.stats.sectors[dir] += sectors;
+            self.stats.ticks_ns[dir] += ticks;
+        }
         if uses_sched {
             let (mut ctx, e) = self.ctx(now, hctx);
             e.completed_request(&mut ctx, id, now);

@@ -242,6 +242,15 @@ pub enum RwMode {
     ReadWrite,
     /// Random mixed reads and writes (`randrw`).
     RandRw,
+    /// Sequential trims (`trim`): discards of the device.
+    Trim,
+    /// Random trims (`randtrim`).
+    RandTrim,
+    /// Sequential trims, each followed by a write of the trimmed range
+    /// (`trimwrite`).
+    TrimWrite,
+    /// Random trims, each followed by a write of the same range (`randtrimwrite`).
+    RandTrimWrite,
 }
 
 impl RwMode {
@@ -254,22 +263,57 @@ impl RwMode {
             RwMode::RandWrite => "randwrite",
             RwMode::ReadWrite => "rw",
             RwMode::RandRw => "randrw",
+            RwMode::Trim => "trim",
+            RwMode::RandTrim => "randtrim",
+            RwMode::TrimWrite => "trimwrite",
+            RwMode::RandTrimWrite => "randtrimwrite",
         }
     }
 
     /// Whether offsets are chosen at random.
     pub fn is_random(self) -> bool {
-        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+        matches!(
+            self,
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandRw
+                | RwMode::RandTrim
+                | RwMode::RandTrimWrite
+        )
     }
 
     /// Whether the job issues reads.
     pub fn reads(self) -> bool {
-        !matches!(self, RwMode::Write | RwMode::RandWrite)
+        matches!(
+            self,
+            RwMode::Read | RwMode::RandRead | RwMode::ReadWrite | RwMode::RandRw
+        )
     }
 
     /// Whether the job issues writes.
     pub fn writes(self) -> bool {
-        !matches!(self, RwMode::Read | RwMode::RandRead)
+        matches!(
+            self,
+            RwMode::Write
+                | RwMode::RandWrite
+                | RwMode::ReadWrite
+                | RwMode::RandRw
+                | RwMode::TrimWrite
+                | RwMode::RandTrimWrite
+        )
+    }
+
+    /// Whether the job issues trims (fio's `td_trim`).
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite
+        )
+    }
+
+    /// Trims each followed by a write of the same place (fio's `td_trimwrite`).
+    pub fn trim_then_write(self) -> bool {
+        matches!(self, RwMode::TrimWrite | RwMode::RandTrimWrite)
     }
 }
 

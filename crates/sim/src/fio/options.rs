@@ -1251,6 +1251,7 @@ impl JobState {
             .name
             .clone()
             .unwrap_or_else(|| default_name.to_string());
+        self.trim_checks(&name)?;
         if !self.direct && self.ioengine != IoEngine::Null {
             // Buffered I/O through the block device's page cache
             // (crate::pagecache).
@@ -1271,7 +1272,7 @@ impl JobState {
                 Some(t) => t.iter().map(|e| e.0).collect(),
                 None => vec![self.bs[1], self.bs_max[1]],
             };
-            let writes = !matches!(self.rw, RwMode::Read | RwMode::RandRead);
+            let writes = self.rw.writes();
             if writes
                 && (sizes.iter().any(|b| !b.is_multiple_of(page))
                     || !self.offset.is_multiple_of(page)
@@ -1640,12 +1641,52 @@ fn parse_file_list(v: &str) -> Result<Vec<String>, String> {
 }
 
 impl JobState {
+    /// What trims (`rw=trim`, `randtrim`, `trimwrite`, `randtrimwrite`) do not
+    /// combine with yet. Trims are discards of the device (`BLKDISCARD`, or
+    /// io_uring's `BLOCK_URING_CMD_DISCARD`).
+    fn trim_checks(&self, name: &str) -> Result<(), String> {
+        if !self.rw.trims() {
+            return Ok(());
+        }
+        let refuse = |what: &str| Err(format!("job '{name}': rw={} {what}", self.rw.as_str()));
+        // The same rule as the file layout's: a `/dev/` name, or no file and no size.
+        let device = match &self.filename {
+            Some(f) => f.starts_with("/dev/"),
+            None => self.size.is_none() && self.filesize.is_none() && !self.fill_device,
+        };
+        if !device {
+            // fio trims a regular file with fallocate(PUNCH_HOLE): the file system
+            // frees the blocks, and discards them only if mounted to.
+            return refuse(
+                "on a file is fallocate(FALLOC_FL_PUNCH_HOLE) through the file system, \
+                 which is not modeled; trim the device itself (filename=/dev/NAME)",
+            );
+        }
+        if !self.direct && self.ioengine != IoEngine::Null {
+            return refuse(
+                "with direct=0: a discard also drops the range's cached pages                  (truncate_bdev_range), which the page-cache model does not do yet; use direct=1",
+            );
+        }
+        if self.rate.iter().chain(&self.rate_iops).any(|&r| r > 0) {
+            return refuse("with rate or rate_iops is not modeled yet (rates of trims)");
+        }
+        if self.cmdprio_perc.iter().any(|&p| p > 0) || self.cmdprio_bssplit.is_some() {
+            return refuse("with cmdprio options is not modeled yet (trims carry no priority)");
+        }
+        if self.verify.is_some() && self.do_verify && self.rw.writes() {
+            return refuse(
+                "with verify is not modeled yet (verifying trimmed and rewritten blocks)",
+            );
+        }
+        Ok(())
+    }
+
     /// The job's verification, as fio's `thread_main` runs it: only a job that
     /// writes, with `verify` set and `do_verify` on (fio logs no written block
     /// otherwise, so `verify_backlog` has nothing to read either). A read job
     /// with `verify` verifies what it reads: its I/O is the same.
     fn verify_spec(&self, name: &str) -> Result<Option<VerifySpec>, String> {
-        let writes = !matches!(self.rw, RwMode::Read | RwMode::RandRead);
+        let writes = self.rw.writes();
         let Some(method) = self.verify.clone() else {
             return Ok(None);
         };
@@ -1819,16 +1860,13 @@ fn parse_rw(v: &str) -> Result<RwMode, String> {
         "randwrite" => RwMode::RandWrite,
         "rw" | "readwrite" => RwMode::ReadWrite,
         "randrw" => RwMode::RandRw,
-        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-            return Err(format!(
-                "rw={v} is not modeled yet: fio's trims are discards of the device (on a file, \
-                 fallocate punch holes through the file system); replayed trims are modeled \
-                 (read_iolog, iosched replay)"
-            ))
-        }
+        "trim" => RwMode::Trim,
+        "randtrim" => RwMode::RandTrim,
+        "trimwrite" => RwMode::TrimWrite,
+        "randtrimwrite" => RwMode::RandTrimWrite,
         _ => {
             return Err(format!(
-                "invalid value '{v}' for rw (valid: read, write, randread, randwrite, rw, readwrite, randrw)"
+                "invalid value '{v}' for rw (valid: read, write, randread, randwrite, rw, readwrite, randrw, trim, randtrim, trimwrite, randtrimwrite)"
             ))
         }
     })
