@@ -212,10 +212,11 @@ pub struct DiskStats {
 }
 
 impl DiskStats {
-    /// `time_in_queue`: the sum of the per-direction ticks, as the kernel computes it
-    /// since v5.x.
+    /// `time_in_queue` (field 11 of `/sys/block/*/stat`, what fio's `in_queue`
+    /// reads): the sum of the read, write, discard and flush ticks, as
+    /// `part_stat_show` computes it.
     pub fn in_queue_ns(&self) -> u64 {
-        self.ticks_ns[0] + self.ticks_ns[1] + self.discard_ticks_ns
+        self.ticks_ns[0] + self.ticks_ns[1] + self.discard_ticks_ns + self.flush_ticks_ns
     }
 }
 
