@@ -135,6 +135,10 @@ pub struct CompareArgs {
     /// order, not the decided one (by default the decided order is kept).
     #[arg(long)]
     no_keep_swaps: bool,
+    /// Do not count ours dispatching the twin of the kernel's request (another
+    /// queued request of the same direction, class, sector and size) as exact.
+    #[arg(long)]
+    no_twins: bool,
     /// How many disagreements to show with context.
     #[arg(long, default_value_t = 5)]
     show: usize,
@@ -181,6 +185,7 @@ fn compare(a: CompareArgs) -> Result<()> {
         window: a.window,
         swap: a.swap,
         keep_swaps: !a.no_keep_swaps,
+        twins: !a.no_twins,
         ..Default::default()
     };
     let rep = kernel_trace::compare(&conv, &opts).map_err(|e| anyhow!("{name}: {e}"))?;
@@ -220,6 +225,7 @@ fn compare(a: CompareArgs) -> Result<()> {
             "completions_moved": rep.completions_moved,
             "swaps_kept": rep.swaps_kept,
             "decisions_moved": rep.decisions_moved,
+            "twins": rep.twins,
             "stopped": rep.stopped,
             "malformed_lines_skipped": kt.skipped.len(),
             "lost_events": kt.lost_events,
@@ -281,6 +287,12 @@ fn compare(a: CompareArgs) -> Result<()> {
         ));
         for (k, n) in &by {
             out.push_str(&format!("  {k}: {n}\n"));
+        }
+        if rep.twins > 0 {
+            out.push_str(&format!(
+                "twins: {} (ours dispatched another queued request of the same direction, class, sector and size: counted exact, the two ids swapped from there on)\n",
+                rep.twins
+            ));
         }
         if rep.missing > 0 {
             out.push_str(&format!(
