@@ -305,7 +305,10 @@ fn explicit_be_priority_not_raised() {
 /// kernel did; in trace order B is in service and plugged, and ours returns nothing.
 /// "Issued late" finds that order and keeps it. What remains (from decision 211)
 /// is not understood (docs/validation.md §5): the kernel then keeps B in service
-/// as if A were no longer weight-raised.
+/// as if A were no longer weight-raised. The recording was made on a BFQ instance
+/// carried over from an earlier run on the device (before the recorder selected
+/// `none` first), whose state it does not carry; recordings made on purpose that
+/// way (`record --keep-instance`) and fresh ones agree at 99.2–100 %.
 #[test]
 fn budget_exhaustion_with_max_budget_set() {
     let (c, r) = run("bfq-maxbudget.txt");

@@ -97,6 +97,14 @@ pub struct RecordArgs {
     /// request.
     #[arg(long)]
     bfq_log: bool,
+    /// When `--sched` is the scheduler already selected on the loop device, keep
+    /// that instance instead of selecting `none` first: its state from earlier
+    /// uses of the device (BFQ's peak rate, budget count, group counters) carries
+    /// over, as in recordings made before the recorder started from a fresh
+    /// instance. For finding out what such state changes; the header says
+    /// `kept_instance=1`.
+    #[arg(long)]
+    keep_instance: bool,
     /// fio arguments (after `--`).
     #[arg(last = true, required = true)]
     fio: Vec<String>,
@@ -452,6 +460,8 @@ struct Recording {
     /// The loop device's scheduler before we changed it (its queue outlives the
     /// detach), restored on teardown.
     old_sched: Option<(PathBuf, String)>,
+    /// `--keep-instance` took effect: the scheduler in use was kept.
+    kept_instance: bool,
     /// `queue/nomerges` before we changed it (the queue outlives the detach too).
     old_nomerges: Option<(PathBuf, String)>,
     /// `queue/rotational` before we changed it.
@@ -673,9 +683,11 @@ fn record_inner(
     // would leave its state (BFQ's peak rate, budget count, ...) from an earlier
     // use of the queue — the loop device's queue outlives the detach. Switch to
     // `none` first, so the recording starts from a fresh instance.
-    if rec.old_sched.as_ref().is_some_and(|(_, n)| *n == a.sched) && a.sched != "none" {
+    let in_use = rec.old_sched.as_ref().is_some_and(|(_, n)| *n == a.sched);
+    if in_use && a.sched != "none" && !a.keep_instance {
         write_attr(q.join("scheduler"), "none")?;
     }
+    rec.kept_instance = in_use && a.keep_instance;
     write_attr(q.join("scheduler"), &a.sched)?;
     let cur = read_attr(q.join("scheduler"))?;
     if !cur.contains(&format!("[{}]", a.sched)) {
@@ -847,6 +859,9 @@ fn record_inner(
     }
     if a.bfq_log {
         hdr.push_str("# iosched: bfq_log=1\n");
+    }
+    if rec.kept_instance {
+        hdr.push_str("# iosched: kept_instance=1\n");
     }
     hdr.push_str(&format!("# iosched: size={size}\n"));
     hdr.push_str(&format!("# iosched: fio={}\n", a.fio.join(" ")));

@@ -281,9 +281,10 @@ pub struct ProcessExit {
 
 /// Header keys `kernel-trace record` writes that replay does not need, kept in
 /// [`TraceMeta::other`]; any other unknown key is a header error.
-const INFORMATIONAL_KEYS: [&str; 8] = [
+const INFORMATIONAL_KEYS: [&str; 9] = [
     "format",
     "bfq_log",
+    "kept_instance",
     "kernel",
     "device",
     "size",
@@ -759,6 +760,19 @@ mod tests {
         assert_eq!(kt.events[1].dir(), Some(Dir::Write));
         assert_eq!(kt.events[1].flags(), (false, "S"));
         assert_eq!(kt.events[2].kind, BlockKind::Complete);
+    }
+
+    /// `record --keep-instance` marks a recording made on a scheduler instance
+    /// carried over from earlier uses of the device: an informational key, kept,
+    /// not a header error.
+    #[test]
+    fn kept_instance_is_an_informational_key() {
+        let kt = parse("# iosched: sched=bfq\n# iosched: kept_instance=1\n");
+        assert!(kt.header_errors.is_empty(), "{:?}", kt.header_errors);
+        assert!(kt
+            .meta
+            .other
+            .contains(&("kept_instance".to_string(), "1".to_string())));
     }
 
     #[test]
