@@ -420,6 +420,26 @@ fn event_filter(e: &str, devt: u64) -> Option<String> {
     }
 }
 
+/// Tasks moving between cgroups, filtered to fio's: each job joins its `--cgroup=`
+/// itself, and the event names the task and the cgroup, where polling `/proc`
+/// misses a job that starts and ends between two polls. Recorded when the kernel
+/// has it.
+const CGROUP_EVENT: &str = "cgroup/cgroup_attach_task";
+
+/// The hierarchy id of the block I/O controller, as `cgroup_attach_task` names it
+/// (`dst_root`): v1 `blkio`'s line of `/proc/cgroups`, 0 for the unified hierarchy.
+fn block_hierarchy_id() -> Option<u32> {
+    let (_, v1) = blkio_root()?;
+    if !v1 {
+        return Some(0);
+    }
+    let text = fs::read_to_string("/proc/cgroups").ok()?;
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.first() == Some(&"blkio"))
+        .and_then(|f| f.get(1)?.parse().ok())
+}
+
 /// Bio merge events, enabled with `--merges-only` (counted, not saved).
 const BIO_MERGE_EVENTS: [&str; 2] = ["block/block_bio_backmerge", "block/block_bio_frontmerge"];
 
@@ -742,6 +762,18 @@ fn record_inner(
         }
         write_attr(format!("{TRACEFS}/events/{e}/enable"), "1")?;
     }
+    if Path::new(TRACEFS)
+        .join("events")
+        .join(CGROUP_EVENT)
+        .exists()
+    {
+        rec.extra_events.push(CGROUP_EVENT);
+        write_attr(
+            format!("{TRACEFS}/events/{CGROUP_EVENT}/filter"),
+            "comm == \"fio\"",
+        )?;
+        write_attr(format!("{TRACEFS}/events/{CGROUP_EVENT}/enable"), "1")?;
+    }
     if a.sched == "kyber" {
         for e in KYBER_EVENTS {
             if !Path::new(TRACEFS).join("events").join(e).exists() {
@@ -843,6 +875,9 @@ fn record_inner(
         if let Ok(v) = read_attr(q.join("iosched").join(&n)) {
             hdr.push_str(&format!("# iosched: tunable.{n}={v}\n"));
         }
+    }
+    if let Some(id) = block_hierarchy_id() {
+        hdr.push_str(&format!("# iosched: cgroup_root={id}\n"));
     }
     for (tid, path) in &task_cgroups {
         hdr.push_str(&format!("# iosched: task_cgroup={tid} {path}\n"));
