@@ -97,6 +97,14 @@ pub struct RecordArgs {
     /// request.
     #[arg(long)]
     bfq_log: bool,
+    /// When `--sched` is the scheduler already selected on the loop device, keep
+    /// that instance instead of selecting `none` first: its state from earlier
+    /// uses of the device (BFQ's peak rate, budget count, group counters) carries
+    /// over, as in recordings made before the recorder started from a fresh
+    /// instance. For finding out what such state changes; the header says
+    /// `kept_instance=1`.
+    #[arg(long)]
+    keep_instance: bool,
     /// fio arguments (after `--`).
     #[arg(last = true, required = true)]
     fio: Vec<String>,
@@ -135,6 +143,10 @@ pub struct CompareArgs {
     /// order, not the decided one (by default the decided order is kept).
     #[arg(long)]
     no_keep_swaps: bool,
+    /// Do not count ours dispatching the twin of the kernel's request (another
+    /// queued request of the same direction, class, sector and size) as exact.
+    #[arg(long)]
+    no_twins: bool,
     /// How many disagreements to show with context.
     #[arg(long, default_value_t = 5)]
     show: usize,
@@ -181,6 +193,7 @@ fn compare(a: CompareArgs) -> Result<()> {
         window: a.window,
         swap: a.swap,
         keep_swaps: !a.no_keep_swaps,
+        twins: !a.no_twins,
         ..Default::default()
     };
     let rep = kernel_trace::compare(&conv, &opts).map_err(|e| anyhow!("{name}: {e}"))?;
@@ -220,6 +233,7 @@ fn compare(a: CompareArgs) -> Result<()> {
             "completions_moved": rep.completions_moved,
             "swaps_kept": rep.swaps_kept,
             "decisions_moved": rep.decisions_moved,
+            "twins": rep.twins,
             "stopped": rep.stopped,
             "malformed_lines_skipped": kt.skipped.len(),
             "lost_events": kt.lost_events,
@@ -281,6 +295,12 @@ fn compare(a: CompareArgs) -> Result<()> {
         ));
         for (k, n) in &by {
             out.push_str(&format!("  {k}: {n}\n"));
+        }
+        if rep.twins > 0 {
+            out.push_str(&format!(
+                "twins: {} (ours dispatched another queued request of the same direction, class, sector and size: counted exact, the two ids swapped from there on)\n",
+                rep.twins
+            ));
         }
         if rep.missing > 0 {
             out.push_str(&format!(
@@ -400,6 +420,26 @@ fn event_filter(e: &str, devt: u64) -> Option<String> {
     }
 }
 
+/// Tasks moving between cgroups, filtered to fio's: each job joins its `--cgroup=`
+/// itself, and the event names the task and the cgroup, where polling `/proc`
+/// misses a job that starts and ends between two polls. Recorded when the kernel
+/// has it.
+const CGROUP_EVENT: &str = "cgroup/cgroup_attach_task";
+
+/// The hierarchy id of the block I/O controller, as `cgroup_attach_task` names it
+/// (`dst_root`): v1 `blkio`'s line of `/proc/cgroups`, 0 for the unified hierarchy.
+fn block_hierarchy_id() -> Option<u32> {
+    let (_, v1) = blkio_root()?;
+    if !v1 {
+        return Some(0);
+    }
+    let text = fs::read_to_string("/proc/cgroups").ok()?;
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.first() == Some(&"blkio"))
+        .and_then(|f| f.get(1)?.parse().ok())
+}
+
 /// Bio merge events, enabled with `--merges-only` (counted, not saved).
 const BIO_MERGE_EVENTS: [&str; 2] = ["block/block_bio_backmerge", "block/block_bio_frontmerge"];
 
@@ -440,6 +480,8 @@ struct Recording {
     /// The loop device's scheduler before we changed it (its queue outlives the
     /// detach), restored on teardown.
     old_sched: Option<(PathBuf, String)>,
+    /// `--keep-instance` took effect: the scheduler in use was kept.
+    kept_instance: bool,
     /// `queue/nomerges` before we changed it (the queue outlives the detach too).
     old_nomerges: Option<(PathBuf, String)>,
     /// `queue/rotational` before we changed it.
@@ -661,9 +703,11 @@ fn record_inner(
     // would leave its state (BFQ's peak rate, budget count, ...) from an earlier
     // use of the queue — the loop device's queue outlives the detach. Switch to
     // `none` first, so the recording starts from a fresh instance.
-    if rec.old_sched.as_ref().is_some_and(|(_, n)| *n == a.sched) && a.sched != "none" {
+    let in_use = rec.old_sched.as_ref().is_some_and(|(_, n)| *n == a.sched);
+    if in_use && a.sched != "none" && !a.keep_instance {
         write_attr(q.join("scheduler"), "none")?;
     }
+    rec.kept_instance = in_use && a.keep_instance;
     write_attr(q.join("scheduler"), &a.sched)?;
     let cur = read_attr(q.join("scheduler"))?;
     if !cur.contains(&format!("[{}]", a.sched)) {
@@ -717,6 +761,18 @@ fn record_inner(
             write_attr(format!("{TRACEFS}/events/{e}/filter"), &f)?;
         }
         write_attr(format!("{TRACEFS}/events/{e}/enable"), "1")?;
+    }
+    if Path::new(TRACEFS)
+        .join("events")
+        .join(CGROUP_EVENT)
+        .exists()
+    {
+        rec.extra_events.push(CGROUP_EVENT);
+        write_attr(
+            format!("{TRACEFS}/events/{CGROUP_EVENT}/filter"),
+            "comm == \"fio\"",
+        )?;
+        write_attr(format!("{TRACEFS}/events/{CGROUP_EVENT}/enable"), "1")?;
     }
     if a.sched == "kyber" {
         for e in KYBER_EVENTS {
@@ -820,6 +876,9 @@ fn record_inner(
             hdr.push_str(&format!("# iosched: tunable.{n}={v}\n"));
         }
     }
+    if let Some(id) = block_hierarchy_id() {
+        hdr.push_str(&format!("# iosched: cgroup_root={id}\n"));
+    }
     for (tid, path) in &task_cgroups {
         hdr.push_str(&format!("# iosched: task_cgroup={tid} {path}\n"));
     }
@@ -835,6 +894,9 @@ fn record_inner(
     }
     if a.bfq_log {
         hdr.push_str("# iosched: bfq_log=1\n");
+    }
+    if rec.kept_instance {
+        hdr.push_str("# iosched: kept_instance=1\n");
     }
     hdr.push_str(&format!("# iosched: size={size}\n"));
     hdr.push_str(&format!("# iosched: fio={}\n", a.fio.join(" ")));

@@ -25,6 +25,11 @@
 //!   while the other CPU went on). The moved order is kept for the rest of the
 //!   replay: it is the order the kernel's decisions were made in.
 //!
+//! A decision where ours dispatches the *twin* of the kernel's request (another
+//! queued request of the same direction, class, sector and size, [`twins`]) is
+//! counted exact: the issue event cannot tell the two apart, so the conversion's
+//! naming is swapped for the rest of the trace ([`swap_ids`]).
+//!
 //! [`Elevator`]: blk::elevator::Elevator
 //! [`Elevator::force_dispatch`]: blk::elevator::Elevator::force_dispatch
 //! [`Elevator::clone_box`]: blk::elevator::Elevator::clone_box
@@ -48,6 +53,9 @@ pub struct CompareOptions {
     /// different CPUs (two dispatchers racing), replay the rest in the order the
     /// kernel decided them — ours first — rather than the traced one.
     pub keep_swaps: bool,
+    /// Count ours dispatching the twin of the kernel's request ([`twins`]) as
+    /// exact and swap the two ids for the rest of the trace.
+    pub twins: bool,
 }
 
 impl Default for CompareOptions {
@@ -58,6 +66,7 @@ impl Default for CompareOptions {
             swap: 4,
             context: 3,
             keep_swaps: true,
+            twins: true,
         }
     }
 }
@@ -114,6 +123,10 @@ pub struct CompareReport {
     /// BFQ ([`CompareOptions::keep_swaps`]): "decided before recent
     /// inserts/completions" decisions replayed at the position they were decided.
     pub decisions_moved: usize,
+    /// Decisions where ours dispatched the *twin* of the kernel's request (a queued
+    /// request of the same direction, class, sector and size, [`twins`]), counted
+    /// exact; the two ids are swapped for the rest of the trace.
+    pub twins: usize,
     /// Our token-pool resizes during the replay (kyber), to set beside the kernel's
     /// ([`Converted::depth_changes`]); `t` is the op after which the change was seen.
     pub depth_changes: Vec<DepthChange>,
@@ -692,6 +705,55 @@ fn move_op(c: &mut Converted, perm: &mut [usize], j: usize, s: usize) {
     perm[s..=j].rotate_right(1);
 }
 
+/// What tells two requests apart at an issue event: direction, ioprio class,
+/// start sector and size (`block_rq_issue` shows nothing else).
+type Geometry = (blk::types::Dir, blk::types::IoClass, u64, u32);
+
+/// Each request's [`Geometry`] as its insert op gives it (the conversion gives a
+/// request grown by bio merges its issue-time geometry).
+fn geometries(c: &Converted) -> rustc_hash::FxHashMap<u64, Geometry> {
+    c.ops
+        .iter()
+        .filter_map(|op| match &op.kind {
+            OpKind::Insert(ins) => Some((ins.id, (ins.dir, ins.class, ins.sector, ins.sectors))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Are `a` and `b` *twins*: distinct requests of the same direction, class, sector
+/// and size? Two processes reading the same random offsets (fio's default
+/// `randrepeat` seeds every job's generator alike) can have such requests queued
+/// at once. An issue event cannot say which of the two the kernel issued — the
+/// conversion takes the one inserted first — so ours dispatching the other one is
+/// no disagreement, only a naming of the two.
+pub fn twins(geo: &rustc_hash::FxHashMap<u64, Geometry>, a: u64, b: u64) -> bool {
+    a != b && geo.get(&a).is_some_and(|g| geo.get(&b) == Some(g))
+}
+
+/// Swap the names `a` and `b` in ops `from..` (the kernel's answers and the
+/// completions): after ours dispatched `b` where the conversion named its twin
+/// `a`, the kernel's later issue and completion of "`b`" are those of `a`.
+pub fn swap_ids(c: &mut Converted, from: usize, a: u64, b: u64) {
+    let other = |x: u64| {
+        if x == a {
+            b
+        } else if x == b {
+            a
+        } else {
+            x
+        }
+    };
+    for (op, exp) in c.ops[from..].iter_mut().zip(&mut c.expected[from..]) {
+        if let Some(e) = exp {
+            *e = other(*e);
+        }
+        if let OpKind::Complete { id, .. } = &mut op.kind {
+            *id = other(*id);
+        }
+    }
+}
+
 /// Compare our scheduler with the kernel's decisions in `c`.
 pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, String> {
     // A working copy: "issued late" explanations reorder its ops; `perm` maps its
@@ -713,6 +775,7 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
     // share of disagreements (comparing against another scheduler than recorded).
     let mut forced = Forced::new(c)?;
     let flight = in_flight(c);
+    let geo = geometries(c);
     let inserted_at: rustc_hash::FxHashMap<u64, usize> = c
         .ops
         .iter()
@@ -781,6 +844,13 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             .flatten();
         if ours == Some(k) {
             rep.exact += 1;
+            continue;
+        }
+        if let Some(x) = ours.filter(|&x| o.twins && twins(&geo, k, x)) {
+            // The kernel's request could as well have been ours: same geometry.
+            rep.exact += 1;
+            rep.twins += 1;
+            swap_ids(&mut work, i, k, x);
             continue;
         }
         // The parked-request rule first: its decision instant is known (the queue
@@ -929,4 +999,110 @@ pub fn context(c: &Converted, d: &Disagreement, around: usize) -> Vec<String> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two psync readers of one random sequence: both queue a read of sector 800
+    /// (ids 1 and 2), then the kernel issues and completes both.
+    const TWINS: &str = "\
+# iosched: format=kernel-trace 1
+# iosched: hz=250
+# iosched: dev=7,0
+# iosched: sched=none
+             fio-100     [000] d..1.   100.000010: block_rq_insert: 7,0 RS 4096 () 800 + 8 be,0,4 [fio]
+             fio-101     [001] d..1.   100.000011: block_rq_insert: 7,0 RS 4096 () 800 + 8 be,0,4 [fio]
+             fio-102     [001] d..1.   100.000012: block_rq_insert: 7,0 RS 4096 () 800 + 16 be,0,4 [fio]
+             fio-103     [001] d..1.   100.000013: block_rq_insert: 7,0 WS 4096 () 800 + 8 be,0,4 [fio]
+             fio-104     [001] d..1.   100.000014: block_rq_insert: 7,0 RS 4096 () 808 + 8 be,0,4 [fio]
+             fio-105     [001] d..1.   100.000015: block_rq_insert: 7,0 RS 4096 () 800 + 8 rt,0,4 [fio]
+             fio-100     [000] .....   100.000020: block_rq_issue: 7,0 RS 4096 () 800 + 8 be,0,4 [fio]
+             fio-101     [001] .....   100.000021: block_rq_issue: 7,0 RS 4096 () 800 + 8 be,0,4 [fio]
+     ksoftirqd/0-14      [000] ..s..   100.000030: block_rq_complete: 7,0 RS () 800 + 8 be,0,4 [0]
+     ksoftirqd/0-14      [000] ..s..   100.000031: block_rq_complete: 7,0 RS () 800 + 8 be,0,4 [0]
+";
+
+    /// Only a request of the same direction, class, sector and size is a twin: not
+    /// one twice as long (id 3), a write (4), the next sector (5), an RT read (6),
+    /// nor the request itself.
+    #[test]
+    fn twins_share_direction_class_sector_and_size() {
+        let (_, _, c) = super::super::load(TWINS, "none", None);
+        let geo = geometries(&c);
+        assert_eq!(geo.len(), 6);
+        assert!(twins(&geo, 1, 2));
+        assert!(twins(&geo, 2, 1));
+        for other in 3..=6 {
+            assert!(!twins(&geo, 1, other), "id {other}");
+        }
+        assert!(!twins(&geo, 1, 1));
+        assert!(!twins(&geo, 1, 99), "an unknown id");
+    }
+
+    /// Swapping renames the kernel's answers and the completions from the given op
+    /// on, and leaves the ops before it (the inserts) alone.
+    #[test]
+    fn swapping_twins_renames_later_issues_and_completions() {
+        let (_, _, mut c) = super::super::load(TWINS, "none", None);
+        // Ops: 6 inserts, issue (1), issue (2), complete 1, complete 2.
+        assert_eq!(&c.expected[6..8], [Some(1), Some(2)]);
+        let completes = |c: &Converted| -> Vec<u64> {
+            c.ops
+                .iter()
+                .filter_map(|op| match op.kind {
+                    OpKind::Complete { id, .. } => Some(id),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(completes(&c), [1, 2]);
+        swap_ids(&mut c, 7, 1, 2);
+        assert_eq!(&c.expected[6..8], [Some(1), Some(1)]);
+        assert_eq!(completes(&c), [2, 1]);
+        let ids: Vec<u64> = c.ops[..6]
+            .iter()
+            .filter_map(|op| match &op.kind {
+                OpKind::Insert(ins) => Some(ins.id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
+    }
+
+    /// End to end: had the conversion named the kernel's first issue 2 (the twin
+    /// inserted second), `none` (FIFO) dispatching 1 there agrees exactly, and the
+    /// kernel's second issue, renamed 1 → 2, too. Without the rule the first
+    /// decision would only be explained (issue order swapped).
+    #[test]
+    fn ours_dispatching_the_twin_counts_exact() {
+        let (_, _, mut c) = super::super::load(TWINS, "none", None);
+        // Only the twins: drop the four other inserts.
+        let keep: Vec<bool> = (0..c.ops.len()).map(|j| !(2..6).contains(&j)).collect();
+        let mut k = keep.iter();
+        c.ops.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        c.expected.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        c.source_line.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        c.cpu.retain(|_| *k.next().unwrap());
+        c.refusals.clear();
+        c.expected[2] = Some(2);
+        c.expected[3] = Some(1);
+        let rep = compare(&c, &CompareOptions::default()).unwrap();
+        assert_eq!((rep.decisions, rep.exact, rep.twins), (2, 2, 1));
+        assert!(rep.disagreements.is_empty());
+        let o = CompareOptions {
+            twins: false,
+            ..Default::default()
+        };
+        let rep = compare(&c, &o).unwrap();
+        assert_eq!((rep.decisions, rep.exact, rep.twins), (2, 1, 0));
+        assert_eq!(
+            rep.disagreements[0].explanation,
+            Some("issue order swapped")
+        );
+    }
 }

@@ -265,11 +265,19 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         .filter(|e| e.kind == BlockKind::Insert)
         .map(|e| e.pid)
         .collect();
-    let exits: Vec<&super::parse::ProcessExit> = kt
+    let mut exits: Vec<super::parse::ProcessExit> = kt
         .exits
         .iter()
         .filter(|x| submitters.contains(&x.pid))
+        .map(|x| {
+            if sched == "bfq" {
+                bfq_exit_point(x, &kt.bfq_log)
+            } else {
+                *x
+            }
+        })
         .collect();
+    exits.sort_by_key(|x| x.line);
     let mut next_exit = 0usize;
     let push_exit = |c: &mut Converted, x: &super::parse::ProcessExit, last_t: &mut u64| {
         let t = x.ts_ns.saturating_sub(t0).max(*last_t);
@@ -283,6 +291,8 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         c.source_line.push(x.line);
         c.cpu.push(None);
     };
+    let attaches = block_cgroup_attaches(kt);
+    let cgroup_of = |e: &BlockEvent| task_cgroup(kt, &attaches, e.pid, e.line);
     let mut dropped = vec![];
     let mut queued: Vec<Pending> = Vec::new();
     let mut inflight: Vec<Pending> = Vec::new();
@@ -351,12 +361,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                     at_head,
                     pid: e.pid.max(1),
                     cpu: e.cpu.min(7),
-                    cgroup: kt
-                        .meta
-                        .task_cgroups
-                        .get(&e.pid)
-                        .cloned()
-                        .unwrap_or_else(|| "/".into()),
+                    cgroup: cgroup_of(e),
                     flags: flags_of(e),
                     alloc_t,
                 };
@@ -403,12 +408,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                                 at_head: false,
                                 pid: e.pid.max(1),
                                 cpu: e.cpu.min(7),
-                                cgroup: kt
-                                    .meta
-                                    .task_cgroups
-                                    .get(&e.pid)
-                                    .cloned()
-                                    .unwrap_or_else(|| "/".into()),
+                                cgroup: cgroup_of(e),
                                 flags: flags_of(e),
                                 alloc_t: None,
                             };
@@ -507,6 +507,42 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
     c
 }
 
+/// The recorded moves of tasks between block cgroups (`cgroup_attach_task` in the
+/// hierarchy the header's `cgroup_root` names), per task in file order.
+fn block_cgroup_attaches(kt: &KernelTrace) -> std::collections::HashMap<u32, Vec<(usize, &str)>> {
+    let mut out: std::collections::HashMap<u32, Vec<(usize, &str)>> =
+        std::collections::HashMap::new();
+    let Some(root) = kt.meta.cgroup_root else {
+        return out;
+    };
+    for a in kt.cgroup_attaches.iter().filter(|a| a.root == root) {
+        out.entry(a.pid)
+            .or_default()
+            .push((a.line, a.path.as_str()));
+    }
+    out
+}
+
+/// The block cgroup task `pid` was in at trace line `line`: the last recorded move
+/// before it, else the cgroup the recorder saw the task in (`task_cgroup`, polled
+/// every few milliseconds while fio runs: a job that starts and ends between two
+/// polls is missed), else the root.
+fn task_cgroup(
+    kt: &KernelTrace,
+    attaches: &std::collections::HashMap<u32, Vec<(usize, &str)>>,
+    pid: u32,
+    line: usize,
+) -> String {
+    let moved = attaches.get(&pid).and_then(|v| {
+        let n = v.partition_point(|&(l, _)| l < line);
+        n.checked_sub(1).map(|i| v[i].1)
+    });
+    moved
+        .map(str::to_string)
+        .or_else(|| kt.meta.task_cgroups.get(&pid).cloned())
+        .unwrap_or_else(|| "/".into())
+}
+
 /// Where BFQ took in each completion, for the completions of `events` whose place
 /// BFQ's log shows: trace line → (line, timestamp) of the completing CPU's first BFQ
 /// message after the `block_rq_complete` event.
@@ -549,6 +585,28 @@ fn bfq_completion_points(
     }
     bfq_dispatch_points(events, log, &mut out);
     out
+}
+
+/// Where BFQ released the queues of the process `x` exited from: its first
+/// `exit_bfqq` message (`bfq_exit_bfqq`, under BFQ's lock, from `bfq_exit_icq`)
+/// naming a queue of that process after its `sched_process_exit` event, if BFQ's
+/// log shows one; else the exit event itself. The task's I/O context goes only
+/// later in `do_exit` (in the recordings here 0.8–1.2 ms later, the exiting task
+/// being scheduled out in between), and until then BFQ still serves and idles for
+/// the process's queue.
+fn bfq_exit_point(
+    x: &super::parse::ProcessExit,
+    log: &[super::parse::BfqLogLine],
+) -> super::parse::ProcessExit {
+    let from = log.partition_point(|l| l.line < x.line);
+    log[from..]
+        .iter()
+        .find(|l| l.text.contains(" exit_bfqq: ") && bfq_log_pid(&l.text) == Some(x.pid))
+        .map_or(*x, |l| super::parse::ProcessExit {
+            line: l.line,
+            ts_ns: l.ts_ns,
+            pid: x.pid,
+        })
 }
 
 /// The pid in a BFQ queue name at the start of a log message (`bfq15038S ...`).
@@ -795,6 +853,104 @@ mod tests {
                 ("complete 1".to_string(), 38_000),
                 ("insert 111224".to_string(), 39_000),
                 ("dispatch".to_string(), 54_000),
+            ]
+        );
+    }
+
+    /// An insert's cgroup is the last `cgroup_attach_task` of its task before it in
+    /// the header's `cgroup_root` hierarchy (another hierarchy's moves do not
+    /// count), else its polled `task_cgroup`, else the root.
+    #[test]
+    fn cgroups_from_attach_events_then_polled_lines() {
+        let t = "\
+# iosched: format=kernel-trace 1
+# iosched: hz=250
+# iosched: dev=7,0
+# iosched: sched=bfq
+# iosched: cgroup_root=7
+# iosched: task_cgroup=102 /polled
+             fio-100     [000] d..1.   100.000001: cgroup_attach_task: dst_root=7 dst_id=5 dst_level=1 dst_path=/a pid=100 comm=fio
+             fio-100     [000] d..1.   100.000002: cgroup_attach_task: dst_root=3 dst_id=9 dst_level=1 dst_path=/other pid=100 comm=fio
+             fio-100     [000] d..1.   100.000010: block_rq_insert: 7,0 R 4096 () 800 + 8 be,0,4 [fio]
+             fio-100     [000] d..1.   100.000011: cgroup_attach_task: dst_root=7 dst_id=1 dst_level=0 dst_path=/ pid=100 comm=fio
+             fio-100     [000] d..1.   100.000012: block_rq_insert: 7,0 R 4096 () 900 + 8 be,0,4 [fio]
+             fio-102     [001] d..1.   100.000013: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+             fio-103     [001] d..1.   100.000014: block_rq_insert: 7,0 R 4096 () 1100 + 8 be,0,4 [fio]
+";
+        let (_, _, c) = super::super::load(t, "bfq", None);
+        let groups: Vec<String> = c
+            .ops
+            .iter()
+            .filter_map(|o| match &o.kind {
+                crate::replay::OpKind::Insert(i) => Some(i.cgroup.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(groups, ["/a", "/", "/polled", "/"]);
+        // Without the header's hierarchy the events are not used.
+        let (_, _, c) =
+            super::super::load(&t.replace("# iosched: cgroup_root=7\n", ""), "bfq", None);
+        match &c.ops[0].kind {
+            crate::replay::OpKind::Insert(i) => assert_eq!(i.cgroup, "/"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// With BFQ's log a process exit is replayed where BFQ released the process's
+    /// queue (`exit_bfqq`, from `bfq_exit_icq`, here 0.9 ms after
+    /// `sched_process_exit`, as in the seed-4-shape recordings): the other reader's
+    /// insert in between still finds the exiting process's queue (in service and
+    /// idling, in the recording this is cut from). Without the message the exit
+    /// stays at `sched_process_exit`.
+    #[test]
+    fn bfq_log_places_process_exits() {
+        let body = "\
+             fio-19256   [000] .....   781.281449: sched_process_exit: comm=fio pid=19256 prio=120 group_dead=true
+             fio-19251   [001] d..1.   781.281741: block_rq_insert: 7,0 RS 4096 () 79736 + 8 be,0,4 [fio]
+             fio-19251   [001] d..1.   781.281742:   7,0   1,0  m   N bfq19251S add_request 1
+             fio-19256   [000] dN.2.   781.282301:   7,0   1,0  m   N bfq19256S exit_bfqq: 0000000059ac11b8, 2
+    kworker/0:1H-54      [000] .....   781.282326: block_rq_issue: 7,0 RS 4096 () 79736 + 8 be,0,4 [kworker/0:1H]
+";
+        let head = "# iosched: format=kernel-trace 1\n# iosched: hz=250\n# iosched: dev=7,0\n# iosched: sched=bfq\n";
+        // A block event of the exiting process before, so that it is a submitter.
+        let before = "             fio-19256   [000] d..1.   781.281000: block_rq_insert: 7,0 RS 4096 () 100 + 8 be,0,4 [fio]\n";
+        let kinds = |c: &super::Converted| -> Vec<(String, u64)> {
+            c.ops
+                .iter()
+                .map(|o| {
+                    let k = match &o.kind {
+                        crate::replay::OpKind::Insert(i) => format!("insert {}", i.sector),
+                        crate::replay::OpKind::Dispatch => "dispatch".into(),
+                        crate::replay::OpKind::Exit { pid } => format!("exit {pid}"),
+                        other => format!("{other:?}"),
+                    };
+                    (k, o.t)
+                })
+                .collect()
+        };
+        let (_, _, c) = super::super::load(&format!("{head}{before}{body}"), "bfq", None);
+        assert_eq!(
+            kinds(&c),
+            [
+                ("insert 100".to_string(), 0),
+                ("insert 79736".to_string(), 741_000),
+                ("exit 19256".to_string(), 1_301_000),
+                ("dispatch".to_string(), 1_326_000),
+            ]
+        );
+        let plain: String = body
+            .lines()
+            .filter(|l| !l.contains(" m   N "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let (_, _, c) = super::super::load(&format!("{head}{before}{plain}"), "bfq", None);
+        assert_eq!(
+            kinds(&c),
+            [
+                ("insert 100".to_string(), 0),
+                ("exit 19256".to_string(), 449_000),
+                ("insert 79736".to_string(), 741_000),
+                ("dispatch".to_string(), 1_326_000),
             ]
         );
     }

@@ -18,7 +18,8 @@ pub use compare::{compare, CompareOptions, CompareReport, Disagreement};
 pub use convert::{convert, ConvertStats, Converted, DepthChange};
 pub use fit::{fit, JiffiesFit};
 pub use parse::{
-    parse, BlockEvent, BlockKind, KernelTrace, KyberEvent, KyberEventKind, ProcessExit, TraceMeta,
+    parse, BlockEvent, BlockKind, CgroupAttach, KernelTrace, KyberEvent, KyberEventKind,
+    ProcessExit, TraceMeta,
 };
 
 /// What [`try_load`] does with lines it cannot parse.

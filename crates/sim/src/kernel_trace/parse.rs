@@ -189,6 +189,10 @@ pub struct TraceMeta {
     pub nomerges: Option<u8>,
     /// `queue/rotational` (BFQ's idling and merging rules read it).
     pub rotational: Option<bool>,
+    /// `cgroup_root=N`: the hierarchy id of the block I/O controller (v1 `blkio`'s
+    /// line of `/proc/cgroups`, 0 for the unified hierarchy), the `dst_root` of the
+    /// [`CgroupAttach`] events that move tasks between block cgroups.
+    pub cgroup_root: Option<u32>,
     /// Block cgroup of each task (tid) of the workload outside the root cgroup.
     pub task_cgroups: std::collections::BTreeMap<u32, String>,
     /// Each cgroup's default BFQ weight (`io.bfq.weight`'s `default W`, or
@@ -228,6 +232,8 @@ pub struct KernelTrace {
     pub lost_events: u64,
     /// Process exits (`sched_process_exit`), in file order.
     pub exits: Vec<ProcessExit>,
+    /// Tasks moved into a cgroup (`cgroup_attach_task`), in file order.
+    pub cgroup_attaches: Vec<CgroupAttach>,
     /// BFQ's own log messages (`bfq_log_bfqq`/`bfq_log`, blktrace notes recorded
     /// with `kernel-trace record --bfq-log`), in file order: not decisions, shown
     /// beside them.
@@ -267,6 +273,21 @@ fn blk_note(rest: &str) -> Option<&str> {
     Some(rest[at..].trim())
 }
 
+/// A task moved into a cgroup (`cgroup_attach_task`: `dst_root=R dst_id=I
+/// dst_level=L dst_path=PATH pid=P comm=C`): fio's jobs join their `--cgroup=`
+/// this way, each on its own, before their first I/O.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupAttach {
+    /// 1-based line in the trace file.
+    pub line: usize,
+    /// The hierarchy (`dst_root`).
+    pub root: u32,
+    /// The cgroup's path in that hierarchy (`dst_path`).
+    pub path: String,
+    /// The task moved.
+    pub pid: u32,
+}
+
 /// A process exit (`sched_process_exit`): BFQ releases the process's queues
 /// (`bfq_exit_icq`) when its I/O context goes, right after this event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,9 +302,10 @@ pub struct ProcessExit {
 
 /// Header keys `kernel-trace record` writes that replay does not need, kept in
 /// [`TraceMeta::other`]; any other unknown key is a header error.
-const INFORMATIONAL_KEYS: [&str; 8] = [
+const INFORMATIONAL_KEYS: [&str; 9] = [
     "format",
     "bfq_log",
+    "kept_instance",
     "kernel",
     "device",
     "size",
@@ -326,6 +348,7 @@ fn header_line(meta: &mut TraceMeta, h: &str) -> Result<(), String> {
         "max_sectors_kb" => meta.max_sectors_kb = Some(v.parse().map_err(|_| bad())?),
         "max_segments" => meta.max_segments = Some(v.parse().map_err(|_| bad())?),
         "nomerges" => meta.nomerges = Some(v.parse().map_err(|_| bad())?),
+        "cgroup_root" => meta.cgroup_root = Some(v.parse().map_err(|_| bad())?),
         "rotational" => match v {
             "0" => meta.rotational = Some(false),
             "1" => meta.rotational = Some(true),
@@ -592,6 +615,26 @@ pub fn parse_line(kt: &mut KernelTrace, n: usize, raw: &str) {
             }
             return;
         }
+        "cgroup_attach_task" => {
+            let root = field(payload, "dst_root=").and_then(|v| v.parse().ok());
+            let path = field(payload, "dst_path=");
+            let pid = field(payload, " pid=").and_then(|v| v.parse().ok());
+            match (root, path, pid) {
+                (Some(root), Some(path), Some(pid)) if path.starts_with('/') => {
+                    kt.cgroup_attaches.push(CgroupAttach {
+                        line: n,
+                        root,
+                        path: path.to_string(),
+                        pid,
+                    })
+                }
+                _ => kt.skipped.push((
+                    n,
+                    "cgroup_attach_task lacks 'dst_root=R', 'dst_path=/PATH' or 'pid=P'".into(),
+                )),
+            }
+            return;
+        }
         "sched_process_exit" => {
             match field(payload, "pid=").and_then(|v| v.parse().ok()) {
                 Some(pid) => kt.exits.push(ProcessExit {
@@ -759,6 +802,51 @@ mod tests {
         assert_eq!(kt.events[1].dir(), Some(Dir::Write));
         assert_eq!(kt.events[1].flags(), (false, "S"));
         assert_eq!(kt.events[2].kind, BlockKind::Complete);
+    }
+
+    /// `cgroup_attach_task` lines become [`CgroupAttach`]es (one without a path is
+    /// reported, not guessed); `cgroup_root` names the block controller's hierarchy.
+    #[test]
+    fn cgroup_attach_events() {
+        let kt = parse(
+            "# iosched: cgroup_root=7\n\
+             fio-19078   [001] d..1.  3199.646142: cgroup_attach_task: dst_root=7 dst_id=3581 dst_level=1 dst_path=/s3 pid=19078 comm=fio\n\
+             fio-19080   [001] d..1.  3199.701864: cgroup_attach_task: dst_root=4 dst_id=1 dst_level=0 dst_path=/ pid=19080 comm=fio\n\
+             fio-19081   [001] d..1.  3199.701865: cgroup_attach_task: dst_root=7 dst_id=1 pid=19081 comm=fio\n",
+        );
+        assert_eq!(kt.meta.cgroup_root, Some(7));
+        assert_eq!(
+            kt.cgroup_attaches,
+            [
+                CgroupAttach {
+                    line: 2,
+                    root: 7,
+                    path: "/s3".into(),
+                    pid: 19078
+                },
+                CgroupAttach {
+                    line: 3,
+                    root: 4,
+                    path: "/".into(),
+                    pid: 19080
+                }
+            ]
+        );
+        assert_eq!(kt.skipped.len(), 1);
+        assert_eq!(kt.skipped[0].0, 4);
+    }
+
+    /// `record --keep-instance` marks a recording made on a scheduler instance
+    /// carried over from earlier uses of the device: an informational key, kept,
+    /// not a header error.
+    #[test]
+    fn kept_instance_is_an_informational_key() {
+        let kt = parse("# iosched: sched=bfq\n# iosched: kept_instance=1\n");
+        assert!(kt.header_errors.is_empty(), "{:?}", kt.header_errors);
+        assert!(kt
+            .meta
+            .other
+            .contains(&("kept_instance".to_string(), "1".to_string())));
     }
 
     #[test]
