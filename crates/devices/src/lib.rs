@@ -26,6 +26,7 @@ pub mod nvme;
 pub mod profile;
 pub mod raid0;
 pub mod ssd;
+pub mod zoned;
 
 pub use profile::ProfileError;
 
@@ -224,9 +225,8 @@ pub fn profiles() -> Vec<Profile> {
 /// fitting a disk's seek curve is most of the start-up time, and a run names
 /// one device.
 fn builtin(i: usize) -> &'static Profile {
-    const UNPARSED: std::sync::OnceLock<Profile> = std::sync::OnceLock::new();
     static PARSED: [std::sync::OnceLock<Profile>; BUILTIN_FILES.len()] =
-        [UNPARSED; BUILTIN_FILES.len()];
+        [const { std::sync::OnceLock::new() }; BUILTIN_FILES.len()];
     PARSED[i].get_or_init(|| {
         let (file, text) = BUILTIN_FILES[i];
         parse_profile(&format!("<builtin {file}>"), text, &|n| profile(n).ok())
