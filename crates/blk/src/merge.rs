@@ -94,6 +94,10 @@ pub struct MergeState {
     pub merges: [u64; 2],
     /// Discard merges (`/proc/diskstats` discard merges, `STAT_DISCARD`).
     pub discard_merges: u64,
+    /// Bios back-merged into requests that hold a zone write plug reference
+    /// (`RQF_ZONE_WRITE_PLUGGING`): the block layer hands each to
+    /// `blk_zone_write_plug_bio_merged`.
+    pub zone_merged: Vec<BioId>,
     /// End-sector hash: chained buckets (first request of each, or [`HASH_NIL`]), a
     /// power-of-two count at least four times the number of request slots, so chains
     /// stay short without a general-purpose map's probing and key copies.
@@ -423,6 +427,9 @@ pub fn bio_attempt_back_merge(ctx: &mut ElvCtx, rq: RqId, bio: &Bio, bio_id: Bio
     r.nr_sectors += bio.nr_sectors;
     r.nr_segments += bio_segments(bio);
     let op = r.op;
+    if r.zone_write_plugging {
+        ctx.merge.zone_merged.push(bio_id);
+    }
     if let Some(t) = tail {
         ctx.bios.set_next(t, Some(bio_id));
     }

@@ -240,6 +240,10 @@ impl BioArena {
     pub fn get(&self, id: BioId) -> &Bio {
         &self.slots[id.0 as usize].0
     }
+    /// The bio `id`, mutably (its flags change as zone write plugging handles it).
+    pub fn get_mut(&mut self, id: BioId) -> &mut Bio {
+        &mut self.slots[id.0 as usize].0
+    }
     /// The bio after `id` in its request's chain.
     pub fn next(&self, id: BioId) -> Option<BioId> {
         self.slots[id.0 as usize].1
