@@ -43,6 +43,10 @@
 //! unverified ([`ZoneErrorCodes::zbc_unverified`]).
 
 use crate::profile::{Doc, ProfileError};
+use crate::{Device, DeviceInfo};
+use blk::mq::{Driver, QueueRqStatus};
+use blk::{Ns, Op, Request, RqId};
+use std::collections::BTreeMap;
 
 /// `BLK_ZONE_TYPE_*`: what writes a zone accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -501,6 +505,15 @@ pub struct ZoneTable {
     /// Where the next search for an implicitly open zone to close starts
     /// (`imp_close_zone_no`).
     imp_close_next: u32,
+    /// The zone the last operation closed to make room, before it was.
+    evicted: Option<(u32, Zone)>,
+}
+
+/// What [`ZoneTable::begin`] saved.
+#[derive(Clone, Copy, Debug)]
+pub struct Undo {
+    zone: (u32, Zone),
+    counts: (u32, u32, u32, u32),
 }
 
 impl ZoneTable {
@@ -542,6 +555,7 @@ impl ZoneTable {
             nr_exp_open: 0,
             nr_closed: 0,
             imp_close_next: geo.nr_conv_zones,
+            evicted: None,
         }
     }
 
@@ -578,6 +592,36 @@ impl ZoneTable {
     /// Active zones (open + closed).
     pub fn nr_active(&self) -> u32 {
         self.nr_open() + self.nr_closed
+    }
+
+    /// Remember what an operation on zone `no` may change, so that
+    /// [`ZoneTable::undo`] can put it back (a command the media refused).
+    pub fn begin(&mut self, no: u32) -> Undo {
+        self.evicted = None;
+        Undo {
+            zone: (no, self.zones[no as usize]),
+            counts: (
+                self.nr_imp_open,
+                self.nr_exp_open,
+                self.nr_closed,
+                self.imp_close_next,
+            ),
+        }
+    }
+
+    /// Undo everything since [`ZoneTable::begin`]: the zone, an implicitly
+    /// open zone closed to make room, and the counts.
+    pub fn undo(&mut self, u: Undo) {
+        if let Some((n, z)) = self.evicted.take() {
+            self.zones[n as usize] = z;
+        }
+        self.zones[u.zone.0 as usize] = u.zone.1;
+        (
+            self.nr_imp_open,
+            self.nr_exp_open,
+            self.nr_closed,
+            self.imp_close_next,
+        ) = u.counts;
     }
 
     /// Mark zone `no` read-only or offline (a failing head), as a device may at
@@ -668,6 +712,7 @@ impl ZoneTable {
                 zno = first;
             }
             if self.zones[this as usize].cond == ZoneCond::ImpOpen {
+                self.evicted = Some((this, self.zones[this as usize]));
                 self.leave(this);
                 self.settle_closed(this);
                 self.imp_close_next = zno;
@@ -905,6 +950,155 @@ impl ZoneTable {
             }
         }
         Ok(())
+    }
+}
+
+/// How long a device takes to refuse a zoned write it cannot take: the
+/// command's round trip without media work. Unverified (no published figure).
+const REJECT_NS: u64 = 10_000;
+
+/// A zoned device: a media model behind a [`ZoneTable`]. Writes and appends
+/// are checked against the table when the device accepts them; one the table
+/// refuses never reaches the media and completes after [`REJECT_NS`] with its
+/// [`ZoneError`] ([`Device::take_error`]). An append is written at the zone's
+/// write pointer. Zone commands cost what the media model charges for a
+/// command and change the table when accepted (a device that refused the
+/// command leaves it as it was); a refused zone command completes with its
+/// error once the media model is done with it.
+pub struct ZonedDevice {
+    inner: Box<dyn Device>,
+    table: ZoneTable,
+    /// Requests failed, with their errors, until [`Device::take_error`].
+    errors: BTreeMap<RqId, ZoneError>,
+    /// Rejected writes: (completion time, id), in time order.
+    rejected: Vec<(Ns, RqId)>,
+}
+
+impl ZonedDevice {
+    /// `inner` (the media) zoned as `geo` says, every zone empty.
+    pub fn new(inner: Box<dyn Device>, geo: ZoneGeometry) -> ZonedDevice {
+        let table = ZoneTable::new(geo, inner.info().capacity_sectors);
+        ZonedDevice {
+            inner,
+            table,
+            errors: BTreeMap::new(),
+            rejected: Vec::new(),
+        }
+    }
+
+    /// The zone table.
+    pub fn table(&self) -> &ZoneTable {
+        &self.table
+    }
+
+    fn reject(&mut self, now: Ns, id: RqId, e: ZoneError) -> QueueRqStatus {
+        self.errors.insert(id, e);
+        self.rejected.push((now.add(REJECT_NS), id));
+        QueueRqStatus::Ok
+    }
+
+    fn write(&mut self, now: Ns, id: RqId, rq: &Request, last: bool) -> QueueRqStatus {
+        let sector = rq.sector.0;
+        let nr = u64::from(rq.nr_sectors);
+        if let Err(e) = self.table.check_range(sector, nr.max(1)) {
+            return self.reject(now, id, e);
+        }
+        let undo = self.table.begin(self.table.zone_no(sector));
+        let res = if rq.op == Op::ZoneAppend {
+            self.table.append(sector, nr)
+        } else {
+            self.table.write(sector, nr)
+        };
+        let at = match res {
+            Ok(at) => at,
+            Err(e) => return self.reject(now, id, e),
+        };
+        let st = if at == sector {
+            self.inner.queue_rq(now, id, rq, last)
+        } else {
+            let mut moved = rq.clone();
+            moved.sector = blk::Sector(at);
+            self.inner.queue_rq(now, id, &moved, last)
+        };
+        if st != QueueRqStatus::Ok {
+            self.table.undo(undo);
+        }
+        st
+    }
+
+    fn command(&mut self, now: Ns, id: RqId, rq: &Request, last: bool) -> QueueRqStatus {
+        let cmd = match rq.op {
+            Op::ZoneReset => ZoneCommand::Reset,
+            Op::ZoneResetAll => ZoneCommand::ResetAll,
+            Op::ZoneOpen => ZoneCommand::Open,
+            Op::ZoneClose => ZoneCommand::Close,
+            _ => ZoneCommand::Finish,
+        };
+        let st = self.inner.queue_rq(now, id, rq, last);
+        if st == QueueRqStatus::Ok {
+            if let Err(e) = self.table.command(cmd, rq.sector.0) {
+                self.errors.insert(id, e);
+            }
+        }
+        st
+    }
+}
+
+impl Driver for ZonedDevice {
+    fn queue_rq(&mut self, now: Ns, id: RqId, rq: &Request, last: bool) -> QueueRqStatus {
+        match rq.op {
+            Op::Write | Op::ZoneAppend => self.write(now, id, rq, last),
+            op if op.is_zone_mgmt() => self.command(now, id, rq, last),
+            _ => self.inner.queue_rq(now, id, rq, last),
+        }
+    }
+    fn commit_rqs(&mut self, now: Ns) {
+        self.inner.commit_rqs(now);
+    }
+}
+
+impl Device for ZonedDevice {
+    fn info(&self) -> &DeviceInfo {
+        self.inner.info()
+    }
+    fn next_event(&self) -> Option<Ns> {
+        let r = self.rejected.first().map(|r| r.0);
+        [self.inner.next_event(), r].into_iter().flatten().min()
+    }
+    fn advance(&mut self, now: Ns, done: &mut Vec<RqId>) {
+        self.inner.advance(now, done);
+        let due = self.rejected.partition_point(|r| r.0 <= now);
+        done.extend(self.rejected.drain(..due).map(|r| r.1));
+    }
+    fn take_error(&mut self, id: RqId) -> Option<ZoneError> {
+        self.errors.remove(&id)
+    }
+    fn zone_geometry(&self) -> Option<ZoneGeometry> {
+        Some(*self.table.geometry())
+    }
+    fn report_zones(&self) -> Vec<blk::zoned::BlkZone> {
+        use blk::zoned::ZoneCond as B;
+        self.table
+            .report()
+            .iter()
+            .map(|z| blk::zoned::BlkZone {
+                start: z.start,
+                len: z.len,
+                capacity: z.capacity,
+                wp: z.wp,
+                conventional: z.ztype == ZoneType::Conventional,
+                cond: match z.cond {
+                    ZoneCond::NotWp => B::NotWp,
+                    ZoneCond::Empty => B::Empty,
+                    ZoneCond::ImpOpen => B::ImpOpen,
+                    ZoneCond::ExpOpen => B::ExpOpen,
+                    ZoneCond::Closed => B::Closed,
+                    ZoneCond::ReadOnly => B::ReadOnly,
+                    ZoneCond::Full => B::Full,
+                    ZoneCond::Offline => B::Offline,
+                },
+            })
+            .collect()
     }
 }
 

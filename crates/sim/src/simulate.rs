@@ -339,6 +339,31 @@ pub fn build_queue(cfg: &SimConfig, info: &devices::DeviceInfo) -> Result<Queue,
     Ok(queue)
 }
 
+/// Make `queue` the queue of a zoned `device` (zone write plugging, zone
+/// boundaries), if it is one. SCSI/ATA disks have no native zone append, so
+/// the block layer emulates it (`sd_zbc`); NVMe ZNS has it.
+pub fn zone_queue(queue: &mut Queue, device: &dyn Device) {
+    let Some(g) = device.zone_geometry() else {
+        return;
+    };
+    let lim = blk::zoned::ZonedLimits {
+        zone_sectors: g.zone_sectors,
+        capacity: device.info().capacity_sectors,
+        zone_capacity: g.zone_capacity,
+        nr_conv_zones: g.nr_conv_zones,
+        max_open_zones: g.max_open,
+        max_active_zones: g.max_active,
+        emulate_zone_append: g.protocol == devices::zoned::ZoneProtocol::Zbc,
+    };
+    queue.set_zoned(lim, &device.report_zones());
+}
+
+/// Complete request `id` with the status the device gives it.
+pub(crate) fn complete_from(queue: &mut Queue, device: &mut dyn Device, now: Ns, id: RqId) {
+    let ok = device.take_error(id).is_none();
+    queue.complete_status(now, id, ok);
+}
+
 /// One simulation: a queue with its scheduler, a device, and the job clones.
 pub struct Simulation {
     queue: Queue,
@@ -402,7 +427,8 @@ impl Simulation {
         jobs: Vec<JobConfig>,
     ) -> Result<Simulation, SimError> {
         let info = device.info().clone();
-        let queue = build_queue(cfg, &info)?;
+        let mut queue = build_queue(cfg, &info)?;
+        zone_queue(&mut queue, device.as_ref());
         let mut groups: Vec<u32> = jobs.iter().map(|j| j.group).collect();
         groups.dedup();
         let group_left = groups
@@ -557,7 +583,7 @@ impl Simulation {
                     }
                     self.device.advance(now, &mut self.done_rqs);
                     for i in 0..self.done_rqs.len() {
-                        self.queue.complete(now, self.done_rqs[i]);
+                        complete_from(&mut self.queue, self.device.as_mut(), now, self.done_rqs[i]);
                     }
                     self.requests += self.done_rqs.len() as u64;
                     self.done_rqs.clear();
