@@ -195,6 +195,10 @@ impl Emulator {
 
     fn collect(&mut self, at: Ns) {
         self.queue.take_completed(&mut self.owners);
+        // Failed bios complete like the others here (the NBD client sees the
+        // I/O end); the list is only drained.
+        let mut failed = Vec::new();
+        self.queue.take_failed(&mut failed);
         self.ready
             .extend(self.owners.drain(..).map(|owner| Completion { owner, at }));
     }

@@ -280,6 +280,10 @@ pub struct RunSummary {
     pub sched_stats: Vec<(String, String)>,
     /// What the host did, with a host model.
     pub host: Option<HostSummary>,
+    /// Bios that ended with an error (a zoned device refusing a write).
+    pub io_errors: u64,
+    /// Zone write plugging's counters, on a zoned device.
+    pub zone: Option<blk::zoned::ZoneStats>,
 }
 
 /// The host's accounting at the end of a run.
@@ -375,6 +379,9 @@ pub struct Simulation {
     timer_armed: Option<Ns>,
     done_rqs: Vec<RqId>,
     done_owners: Vec<u64>,
+    /// Owners of failed bios (drained at each delivery).
+    failed_owners: Vec<u64>,
+    io_errors: u64,
     requests: u64,
     groups: Vec<u32>,
     group_left: Vec<usize>,
@@ -481,6 +488,8 @@ impl Simulation {
             timer_armed: None,
             done_rqs: Vec::new(),
             done_owners: Vec::new(),
+            failed_owners: Vec::new(),
+            io_errors: 0,
             requests: 0,
             groups,
             group_left,
@@ -662,6 +671,8 @@ impl Simulation {
             disk: self.queue.disk_stats(end),
             sched_stats: self.queue.elevator().debugfs(),
             host,
+            io_errors: self.io_errors,
+            zone: self.queue.zone_wplugs().map(|z| z.stats()),
         }
     }
 
@@ -1581,6 +1592,9 @@ impl Simulation {
     /// completes (or, on a host model, is posted for its thread to reap).
     fn deliver_completions(&mut self, now: Ns, obs: &mut dyn IoObserver) {
         self.queue.take_completed(&mut self.done_owners);
+        self.queue.take_failed(&mut self.failed_owners);
+        self.io_errors += self.failed_owners.len() as u64;
+        self.failed_owners.clear();
         for i in 0..self.done_owners.len() {
             let o = self.done_owners[i];
             if o & WB_OWNER != 0 {
