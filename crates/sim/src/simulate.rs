@@ -1595,6 +1595,9 @@ impl Simulation {
         self.queue.take_failed(&mut self.failed_owners);
         self.io_errors += self.failed_owners.len() as u64;
         self.failed_owners.clear();
+        // No job issues zone appends; drained so the list cannot grow.
+        let mut appended = Vec::new();
+        self.queue.take_appended(&mut appended);
         for i in 0..self.done_owners.len() {
             let o = self.done_owners[i];
             if o & WB_OWNER != 0 {
