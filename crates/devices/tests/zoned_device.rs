@@ -1,7 +1,7 @@
 //! Zoned device models: the errors a device returns for writes it cannot take,
 //! and what it accepts.
 
-use blk::mq::QueueRqStatus;
+use blk::mq::{Driver, QueueRqStatus};
 use blk::request::BioId;
 use blk::{Bio, CgroupId, IoPrio, Ns, Op, ReqFlags, Request, RqId, Sector};
 use devices::zoned::ZoneError;
@@ -112,4 +112,32 @@ fn zns_active_limit_and_append() {
         matches!(e, Some(ZoneError::Boundary { zone: 2, .. })),
         "{e:?}"
     );
+}
+
+/// A write the media refuses (its queue is full) leaves the zone table as it
+/// was: the zone stays empty and is not counted open.
+#[test]
+fn refused_commands_leave_the_zone_table_unchanged() {
+    let p = devices::profile("mg04-smr-hm").unwrap();
+    let mut d = devices::zoned::ZonedDevice::new(
+        devices::profile("mg04aca400n").unwrap().build(),
+        p.zoned.unwrap(),
+    );
+    for z in 0..32u64 {
+        let r = rq(Op::Write, (149 + z) * ZONE, 8);
+        assert_eq!(
+            d.queue_rq(Ns(0), RqId(z as u32), &r, true),
+            QueueRqStatus::Ok
+        );
+    }
+    assert_eq!(d.table().nr_open(), 32);
+    let r = rq(Op::Write, (149 + 32) * ZONE, 8);
+    assert_eq!(
+        d.queue_rq(Ns(0), RqId(32), &r, true),
+        QueueRqStatus::DevResource
+    );
+    assert_eq!(d.table().nr_open(), 32);
+    let z = d.table().zone(149 + 32);
+    assert_eq!((z.cond, z.wp), (devices::zoned::ZoneCond::Empty, z.start));
+    d.table().check_invariants().unwrap();
 }
