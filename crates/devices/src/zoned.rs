@@ -1233,6 +1233,23 @@ mod tests {
         t.check_invariants().unwrap();
     }
 
+    /// Undo puts back the written zone, the zone closed to make room and the
+    /// counts, including where the next eviction search starts.
+    #[test]
+    fn undo_restores_an_eviction() {
+        let mut t = table(1, 2, 0, ZS);
+        t.write(ZS, 1).unwrap();
+        t.write(2 * ZS, 1).unwrap();
+        let before: Vec<Zone> = t.report().to_vec();
+        let u = t.begin(3);
+        t.write(3 * ZS, 1).unwrap();
+        assert_eq!(t.zone(1).cond, ZoneCond::Closed);
+        t.undo(u);
+        assert_eq!(t.report(), &before[..]);
+        assert_eq!((t.nr_imp_open, t.nr_closed, t.imp_close_next), (2, 0, 1));
+        t.check_invariants().unwrap();
+    }
+
     #[test]
     fn active_limit_has_no_eviction() {
         // At most 2 open and 3 active.
