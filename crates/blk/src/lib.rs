@@ -22,6 +22,7 @@ pub mod mq;
 pub mod request;
 pub mod timeline;
 pub mod types;
+pub mod zoned;
 
 pub use cgroup::{CgroupInfo, CgroupTable};
 pub use request::{Bio, BioId, Request, RqArena, RqId};

@@ -40,6 +40,20 @@ pub struct MergeLimits {
     pub max_hw_sectors: u32,
     /// `max_discard_segments`: discards merge as multi-range requests when above 1.
     pub max_discard_segments: u32,
+    /// `chunk_sectors`: reads and writes neither split nor merge across a
+    /// multiple of it (a zoned device's zone size); 0 = none.
+    pub chunk_sectors: u64,
+}
+
+impl MergeLimits {
+    /// `blk_rq_get_max_sectors` for a request starting at `pos`: `max_sectors`,
+    /// cut at the next `chunk_sectors` boundary (`blk_chunk_sectors_left`).
+    pub fn max_sectors_at(&self, pos: u64) -> u32 {
+        match self.chunk_sectors {
+            0 => self.max_sectors,
+            chunk => (self.max_sectors as u64).min(chunk - pos % chunk) as u32,
+        }
+    }
 }
 
 impl Default for MergeLimits {
@@ -52,6 +66,7 @@ impl Default for MergeLimits {
             max_segments: 128,
             max_hw_sectors: 8192,
             max_discard_segments: 1,
+            chunk_sectors: 0,
         }
     }
 }
@@ -79,6 +94,10 @@ pub struct MergeState {
     pub merges: [u64; 2],
     /// Discard merges (`/proc/diskstats` discard merges, `STAT_DISCARD`).
     pub discard_merges: u64,
+    /// Bios back-merged into requests that hold a zone write plug reference
+    /// (`RQF_ZONE_WRITE_PLUGGING`): the block layer hands each to
+    /// `blk_zone_write_plug_bio_merged`.
+    pub zone_merged: Vec<BioId>,
     /// End-sector hash: chained buckets (first request of each, or [`HASH_NIL`]), a
     /// power-of-two count at least four times the number of request slots, so chains
     /// stay short without a general-purpose map's probing and key copies.
@@ -254,15 +273,24 @@ impl MergeState {
 const NOMERGE_FLAGS: ReqFlags =
     ReqFlags(ReqFlags::NOMERGE.0 | ReqFlags::PREFLUSH.0 | ReqFlags::FUA.0);
 
-/// `rq_mergeable`: may anything merge into or with this request? Not a flush, not
-/// marked no-merge, not started, not part of a flush sequence.
+/// `rq_mergeable`: may anything merge into or with this request? Not a flush or
+/// a zone append, not marked no-merge, not started, not part of a flush
+/// sequence. Zone management requests carry no data and are kept out too (a
+/// zero-length request's end is its start, so two resets of one zone would
+/// otherwise look adjacent).
 pub fn rq_mergeable(rq: &Request) -> bool {
-    !matches!(rq.op, Op::Flush) && !rq.flags.any(NOMERGE_FLAGS) && !rq.started && !rq.flush_seq
+    !matches!(rq.op, Op::Flush | Op::ZoneAppend)
+        && !rq.op.is_zone_mgmt()
+        && !rq.flags.any(NOMERGE_FLAGS)
+        && !rq.started
+        && !rq.flush_seq
 }
 
 /// `bio_mergeable`.
 pub fn bio_mergeable(bio: &Bio) -> bool {
-    !bio.flags.any(NOMERGE_FLAGS) && !matches!(bio.op, Op::Flush)
+    !bio.flags.any(NOMERGE_FLAGS)
+        && !matches!(bio.op, Op::Flush | Op::ZoneAppend)
+        && !bio.op.is_zone_mgmt()
 }
 
 /// `blk_rq_merge_ok`: may `bio` merge into `rq` at all (ignoring geometry)?
@@ -375,7 +403,9 @@ fn set_nomerge(ctx: &mut ElvCtx, rq: RqId) {
 fn limits_allow_bio(ctx: &mut ElvCtx, rq: RqId, bio: &Bio) -> bool {
     let lim = ctx.merge.limits;
     let r = ctx.rqs.get(rq);
-    if r.nr_sectors + bio.nr_sectors > lim.max_sectors
+    // The new start: the request's for a back merge, the bio's for a front one.
+    let pos = r.sector.0.min(bio.sector.0);
+    if r.nr_sectors + bio.nr_sectors > lim.max_sectors_at(pos)
         || r.nr_segments + bio_segments(bio) > lim.max_segments
     {
         set_nomerge(ctx, rq);
@@ -397,6 +427,9 @@ pub fn bio_attempt_back_merge(ctx: &mut ElvCtx, rq: RqId, bio: &Bio, bio_id: Bio
     r.nr_sectors += bio.nr_sectors;
     r.nr_segments += bio_segments(bio);
     let op = r.op;
+    if r.zone_write_plugging {
+        ctx.merge.zone_merged.push(bio_id);
+    }
     if let Some(t) = tail {
         ctx.bios.set_next(t, Some(bio_id));
     }
@@ -453,7 +486,7 @@ pub fn attempt_merge(ctx: &mut ElvCtx, e: &mut dyn Elevator, rq: RqId, next: RqI
             || a.end() != b.sector
             || a.cgroup != b.cgroup
             || a.ioprio != b.ioprio
-            || a.nr_sectors + b.nr_sectors > lim.max_sectors
+            || a.nr_sectors + b.nr_sectors > lim.max_sectors_at(a.sector.0)
             || a.nr_segments + b.nr_segments > lim.max_segments
         {
             return false;

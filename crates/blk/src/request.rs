@@ -97,6 +97,9 @@ pub struct Request {
     /// The request is part of a flush sequence (`RQF_FLUSH_SEQ`): it is driven by the
     /// flush state machine and never merged.
     pub flush_seq: bool,
+    /// The request holds a reference on its zone's write plug
+    /// (`RQF_ZONE_WRITE_PLUGGING`): its end unplugs the zone.
+    pub zone_write_plugging: bool,
     /// First bio of the chain.
     pub bio_head: Option<BioId>,
     /// Last bio of the chain.
@@ -125,6 +128,7 @@ impl Request {
             uses_sched: false,
             started: false,
             flush_seq: false,
+            zone_write_plugging: false,
             bio_head: Some(id),
             bio_tail: Some(id),
         }
@@ -235,6 +239,10 @@ impl BioArena {
     /// The bio `id`.
     pub fn get(&self, id: BioId) -> &Bio {
         &self.slots[id.0 as usize].0
+    }
+    /// The bio `id`, mutably (its flags change as zone write plugging handles it).
+    pub fn get_mut(&mut self, id: BioId) -> &mut Bio {
+        &mut self.slots[id.0 as usize].0
     }
     /// The bio after `id` in its request's chain.
     pub fn next(&self, id: BioId) -> Option<BioId> {

@@ -161,16 +161,60 @@ pub enum Op {
     Flush,
     /// `REQ_OP_DISCARD`.
     Discard,
+    /// `REQ_OP_ZONE_APPEND`: write at the zone's write pointer, the device
+    /// telling where.
+    ZoneAppend,
+    /// `REQ_OP_ZONE_OPEN`: explicitly open a zone.
+    ZoneOpen,
+    /// `REQ_OP_ZONE_CLOSE`.
+    ZoneClose,
+    /// `REQ_OP_ZONE_FINISH`: make a zone full.
+    ZoneFinish,
+    /// `REQ_OP_ZONE_RESET`: rewind a zone's write pointer.
+    ZoneReset,
+    /// `REQ_OP_ZONE_RESET_ALL`.
+    ZoneResetAll,
 }
 
 impl Op {
-    /// The data direction: writes, flushes and discards count as writes, as in
-    /// the kernel (`op_is_write`: odd op numbers).
+    /// The kernel's operation number (`enum req_op`, numbering since the 2025
+    /// change that made zone finish, reset and reset-all odd, i.e. writes).
+    pub const fn number(self) -> u8 {
+        match self {
+            Op::Read => 0,
+            Op::Write => 1,
+            Op::Flush => 2,
+            Op::Discard => 3,
+            Op::ZoneAppend => 7,
+            Op::ZoneOpen => 10,
+            Op::ZoneClose => 11,
+            Op::ZoneFinish => 13,
+            Op::ZoneReset => 15,
+            Op::ZoneResetAll => 17,
+        }
+    }
+    /// The data direction (`op_is_write`: odd op numbers are writes). Writes,
+    /// discards and every zone operation but open count as writes; a zone open
+    /// (10) as a read. A flush keeps the write direction this crate has always
+    /// given it (the flush machinery's request is never scheduled), though
+    /// `REQ_OP_FLUSH` is even.
     pub const fn dir(self) -> Dir {
         match self {
-            Op::Read => Dir::Read,
+            Op::Read | Op::ZoneOpen => Dir::Read,
             _ => Dir::Write,
         }
+    }
+    /// A zone management operation (`op_is_zone_mgmt`): reset, reset all,
+    /// open, close, finish.
+    pub const fn is_zone_mgmt(self) -> bool {
+        matches!(
+            self,
+            Op::ZoneOpen | Op::ZoneClose | Op::ZoneFinish | Op::ZoneReset | Op::ZoneResetAll
+        )
+    }
+    /// The operation carries data.
+    pub const fn has_data(self) -> bool {
+        matches!(self, Op::Read | Op::Write | Op::ZoneAppend)
     }
 }
 
@@ -191,6 +235,12 @@ impl ReqFlags {
     pub const NOMERGE: ReqFlags = ReqFlags(1 << 4);
     /// `REQ_IDLE`.
     pub const IDLE: ReqFlags = ReqFlags(1 << 5);
+    /// `BIO_ZONE_WRITE_PLUGGING` (a `bi_flags` bit in the kernel): the bio went
+    /// through zone write plugging and is accounted in its zone's plug.
+    pub const ZONE_WRITE_PLUGGING: ReqFlags = ReqFlags(1 << 6);
+    /// `BIO_EMULATES_ZONE_APPEND` (a `bi_flags` bit): a zone append turned into
+    /// a write at the write pointer; restored to an append on completion.
+    pub const EMULATES_ZONE_APPEND: ReqFlags = ReqFlags(1 << 7);
     /// No flags.
     pub const NONE: ReqFlags = ReqFlags(0);
 

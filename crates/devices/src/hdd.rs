@@ -1237,8 +1237,15 @@ impl Driver for Hdd {
                     drained: false,
                 });
             }
-            Op::Discard => {
-                // Disks ignore TRIM-like hints; only the command costs.
+            Op::Discard
+            | Op::ZoneOpen
+            | Op::ZoneClose
+            | Op::ZoneFinish
+            | Op::ZoneReset
+            | Op::ZoneResetAll => {
+                // Disks ignore TRIM-like hints, and a zone command only moves
+                // the drive's zone state (kept by the zone layer): only the
+                // command costs (unverified for zone commands).
                 self.complete(now.add(self.overhead_ns), id);
             }
             Op::Read => match self.cached(lba, end, now) {
@@ -1259,7 +1266,7 @@ impl Driver for Hdd {
                     self.queue.push(c);
                 }
             },
-            Op::Write => {
+            Op::Write | Op::ZoneAppend => {
                 self.invalidate(lba, end, now);
                 let fua = rq.flags.has(ReqFlags::FUA) || !self.p.write_cache;
                 let c = mk(

@@ -26,6 +26,7 @@ pub mod nvme;
 pub mod profile;
 pub mod raid0;
 pub mod ssd;
+pub mod zoned;
 
 pub use profile::ProfileError;
 
@@ -78,6 +79,20 @@ pub enum CompletionCpu {
 pub trait Device: Driver {
     /// Static facts about the device.
     fn info(&self) -> &DeviceInfo;
+    /// How request `id`, just pushed by [`Device::advance`], ended: `None` for
+    /// success, or the zone error the device reports (only zoned devices
+    /// fail requests).
+    fn take_error(&mut self, _id: RqId) -> Option<zoned::ZoneError> {
+        None
+    }
+    /// The zone layout, for a zoned device.
+    fn zone_geometry(&self) -> Option<zoned::ZoneGeometry> {
+        None
+    }
+    /// A zone report (`report_zones`), for a zoned device; empty otherwise.
+    fn report_zones(&self) -> Vec<blk::zoned::BlkZone> {
+        Vec::new()
+    }
     /// When the model next needs [`Device::advance`], if at all.
     fn next_event(&self) -> Option<Ns>;
     /// Process everything due at or before `now`; push finished requests to `done` in
@@ -107,6 +122,8 @@ pub struct Profile {
     pub about: String,
     /// The model's parameters.
     pub kind: ProfileKind,
+    /// The zone layout of a zoned device (a `[zoned]` table), if it is one.
+    pub zoned: Option<zoned::ZoneGeometry>,
 }
 
 /// Model and parameters of a profile.
@@ -129,6 +146,14 @@ pub enum ProfileKind {
 impl Profile {
     /// Build a fresh device from this profile.
     pub fn build(&self) -> Box<dyn Device> {
+        let dev = self.build_media();
+        match self.zoned {
+            Some(geo) => Box::new(zoned::ZonedDevice::new(dev, geo)),
+            None => dev,
+        }
+    }
+    /// The media model alone.
+    fn build_media(&self) -> Box<dyn Device> {
         match &self.kind {
             ProfileKind::Ideal(p) => Box::new(ideal::Ideal::new(&self.name, p.clone())),
             ProfileKind::Null(p) => Box::new(null::Null::new(&self.name, p.clone())),
@@ -153,14 +178,18 @@ impl Profile {
     }
     /// The parameters with units and meaning.
     pub fn params(&self) -> Vec<ParamInfo> {
-        match &self.kind {
+        let mut v = match &self.kind {
             ProfileKind::Ideal(p) => p.describe(),
             ProfileKind::Null(p) => p.describe(),
             ProfileKind::Hdd(p) => p.describe(),
             ProfileKind::Flash(p) => p.describe(),
             ProfileKind::Raid0(p) => p.describe(),
             ProfileKind::HddTable(p) => p.describe(),
+        };
+        if let Some(g) = &self.zoned {
+            v.extend(g.describe());
         }
+        v
     }
 }
 
@@ -192,6 +221,11 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../profiles/nvme-600p-128g-trimmed.toml"),
     ),
     ("nvme-gen4.toml", include_str!("../profiles/nvme-gen4.toml")),
+    (
+        "mg04-smr-hm.toml",
+        include_str!("../profiles/mg04-smr-hm.toml"),
+    ),
+    ("zns-zn540.toml", include_str!("../profiles/zns-zn540.toml")),
 ];
 
 fn ideal_profiles() -> Vec<Profile> {
@@ -200,6 +234,7 @@ fn ideal_profiles() -> Vec<Profile> {
             name: "ideal".into(),
             about: "idealised device: 100 us per request, 2 GB/s, queue depth 32, no cache".into(),
             kind: ProfileKind::Ideal(ideal::IdealParams::default()),
+            zoned: None,
         },
         Profile {
             name: "ideal-sq".into(),
@@ -209,6 +244,7 @@ fn ideal_profiles() -> Vec<Profile> {
                 rotational: false,
                 ..Default::default()
             }),
+            zoned: None,
         },
     ]
 }
@@ -276,8 +312,35 @@ pub fn parse_profile(
             ))
         }
     };
+    let zoned = zoned_geometry(&mut d, &kind)?;
     d.finish()?;
-    Ok(Profile { name, about, kind })
+    Ok(Profile {
+        name,
+        about,
+        kind,
+        zoned,
+    })
+}
+
+/// The `[zoned]` table, for the models that can be zoned: a disk speaks
+/// ZBC/ZAC, an NVMe SSD ZNS, a SATA SSD ZAC.
+fn zoned_geometry(
+    d: &mut profile::Doc,
+    kind: &ProfileKind,
+) -> Result<Option<zoned::ZoneGeometry>, ProfileError> {
+    let (capacity, protocol) = match kind {
+        ProfileKind::Hdd(p) => (p.capacity_bytes / 512, zoned::ZoneProtocol::Zbc),
+        ProfileKind::Flash(p) => (
+            p.capacity_bytes / 512,
+            match p.interface {
+                ssd::Interface::Nvme => zoned::ZoneProtocol::Zns,
+                ssd::Interface::Sata => zoned::ZoneProtocol::Zbc,
+            },
+        ),
+        // Other models with a [zoned] table: its keys are unknown fields.
+        _ => return Ok(None),
+    };
+    zoned::ZoneGeometry::from_doc(d, capacity, protocol)
 }
 
 /// Load a user's profile file (RAID members may name built-in profiles).

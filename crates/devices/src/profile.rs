@@ -11,8 +11,9 @@
 //! ```
 //!
 //! The text is parsed as TOML by `toml_edit` (the toml project's parser), whose
-//! spans give every error its file and line; only flat documents of those value
-//! types are accepted (no tables, arrays or dates). Host profiles
+//! spans give every error its file and line; only documents of those value
+//! types are accepted (no arrays or dates), with at most one level of tables
+//! whose keys read as `table.key` (a zoned device's `[zoned]`). Host profiles
 //! (`host::profile`) are read the same way. `model` selects the device model; the other
 //! keys are that model's parameters (see `iosched devices`). Every key is checked:
 //! an unknown key, a missing one, a value of the wrong type or out of range is an
@@ -157,30 +158,41 @@ impl Doc {
             err(at, field, format!("syntax error: {msg}"))
         })?;
         let mut entries: Vec<(String, Value, usize)> = Vec::new();
-        for (k, item) in doc.as_table().iter() {
-            let at = doc
-                .as_table()
+        let span_of = |table: &toml_edit::Table, k: &str, item: &toml_edit::Item| {
+            table
                 .key(k)
                 .and_then(|key| key.span())
                 .or_else(|| item.span())
-                .map_or(0, |s| s.start);
-            if item.is_table() || item.is_array_of_tables() {
+                .map_or(0, |s| s.start)
+        };
+        for (k, item) in doc.as_table().iter() {
+            let at = span_of(doc.as_table(), k, item);
+            if item.is_array_of_tables() {
                 return Err(err(
                     at,
                     None,
-                    format!("syntax error: '[{k}]': tables are not used in profiles; write top-level `key = value` lines"),
+                    format!("syntax error: '[{k}]': arrays of tables are not used in profiles"),
                 ));
             }
-            let Some(val) = value_of(item) else {
-                return Err(err(
-                    at,
-                    Some(k.to_string()),
-                    format!(
-                        "syntax error: '{}' is not a number, a \"string\" or true/false",
-                        item.span().and_then(|r| text.get(r)).unwrap_or("").trim()
-                    ),
-                ));
-            };
+            if let Some(table) = item.as_table() {
+                // A table's keys are read as `table.key` (`[zoned]`).
+                for (sub, sub_item) in table.iter() {
+                    let sub_at = span_of(table, sub, sub_item);
+                    let name = format!("{k}.{sub}");
+                    if sub_item.is_table() || sub_item.is_array_of_tables() {
+                        return Err(err(
+                            sub_at,
+                            Some(name.clone()),
+                            format!("syntax error: '[{name}]': tables inside tables are not used in profiles"),
+                        ));
+                    }
+                    let val = Self::value(text, sub_item)
+                        .map_err(|m| err(sub_at, Some(name.clone()), m))?;
+                    entries.push((name, val, line_of(text, sub_at)));
+                }
+                continue;
+            }
+            let val = Self::value(text, item).map_err(|m| err(at, Some(k.to_string()), m))?;
             entries.push((k.to_string(), val, line_of(text, at)));
         }
         entries.sort_by_key(|e| e.2);
@@ -189,6 +201,23 @@ impl Doc {
             entries,
             used: HashSet::new(),
         })
+    }
+
+    /// A profile value from a TOML item, or why it is not one.
+    fn value(text: &str, item: &toml_edit::Item) -> Result<Value, String> {
+        value_of(item).ok_or_else(|| {
+            format!(
+                "syntax error: '{}' is not a number, a \"string\" or true/false",
+                item.span().and_then(|r| text.get(r)).unwrap_or("").trim()
+            )
+        })
+    }
+
+    /// Whether the document has a table `[name]` (keys `name.*`).
+    pub fn has_table(&self, name: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|(k, _, _)| k.split_once('.').is_some_and(|(t, _)| t == name))
     }
 
     /// The file name used in errors.
@@ -202,10 +231,18 @@ impl Doc {
             file: self.file.clone(),
             // A field that is missing has no line of its own: the error points at
             // the `model` line, which is what requires it.
+            // A missing key of a table points at the table's first key.
             line: self
                 .entries
                 .iter()
                 .find(|(k, _, _)| k == field)
+                .or_else(|| {
+                    let (table, _) = field.split_once('.')?;
+                    self.entries
+                        .iter()
+                        .filter(|(k, _, _)| k.split_once('.').is_some_and(|(t, _)| t == table))
+                        .min_by_key(|e| e.2)
+                })
                 .or_else(|| self.entries.iter().find(|(k, _, _)| k == "model"))
                 .map(|e| e.2)
                 .or(Some(1)),

@@ -699,7 +699,7 @@ impl Driver for Raid0 {
         let n = rq.nr_sectors;
         match rq.op {
             Op::Read => self.read(now, id, lba, n.max(1)),
-            Op::Write if self.p.cache => {
+            Op::Write | Op::ZoneAppend if self.p.cache => {
                 let t = self.controller(now);
                 // The write lands in the cache: cached read data of those sectors is
                 // updated in place, not dropped (the new data is what a read gets).
@@ -711,7 +711,7 @@ impl Driver for Raid0 {
                 }
                 self.destage(now);
             }
-            Op::Write => {
+            Op::Write | Op::ZoneAppend => {
                 self.controller(now);
                 let g = self.new_group(Owner::Host(id));
                 let flags = rq.flags.without(ReqFlags::PREFLUSH);
@@ -727,7 +727,13 @@ impl Driver for Raid0 {
                 let g = self.new_group(Owner::Host(id));
                 self.flush_members(now, g);
             }
-            Op::Discard => {
+            Op::Discard
+            | Op::ZoneOpen
+            | Op::ZoneClose
+            | Op::ZoneFinish
+            | Op::ZoneReset
+            | Op::ZoneResetAll => {
+                // A RAID-0 volume is never zoned: only the command costs.
                 let t = self.controller(now);
                 self.complete(t, id);
             }

@@ -635,7 +635,7 @@ impl Driver for Flash {
                 };
                 self.enqueue_link(ready, id, n, 0, false);
             }
-            Op::Write => {
+            Op::Write | Op::ZoneAppend => {
                 self.set_mapped(rq.sector.0, n, true);
                 let t = self.controller(now, self.p.controller_write_ns);
                 let fua = rq.flags.has(ReqFlags::FUA);
@@ -660,6 +660,12 @@ impl Driver for Flash {
             Op::Discard => {
                 self.set_mapped(rq.sector.0, n, false);
                 // Only the mapping update: controller time.
+                let t = self.controller(now, self.p.controller_write_ns);
+                self.complete(t, id);
+            }
+            Op::ZoneOpen | Op::ZoneClose | Op::ZoneFinish | Op::ZoneReset | Op::ZoneResetAll => {
+                // The zone state lives in the zone layer; a reset's unmapping is
+                // done there. Controller time only (unverified).
                 let t = self.controller(now, self.p.controller_write_ns);
                 self.complete(t, id);
             }

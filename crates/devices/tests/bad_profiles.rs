@@ -140,3 +140,100 @@ fn every_builtin_file_is_named_after_its_profile() {
     assert_eq!(names.len(), devices::BUILTIN_FILES.len() + 2, "{names:?}");
     assert!(devices::profile("no-such-disk").is_err());
 }
+
+const SMR: &str = include_str!("../profiles/mg04-smr-hm.toml");
+const ZNS: &str = include_str!("../profiles/zns-zn540.toml");
+
+/// Line of `key` (in the `[zoned]` table) in `text`.
+fn line_of(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| l.split('=').next().map(str::trim) == Some(key))
+        .expect("key present")
+        + 1
+}
+
+#[test]
+fn zoned_builtins_parse_with_their_geometry() {
+    let p = parse(SMR).unwrap();
+    let g = p.zoned.expect("zoned");
+    assert_eq!(
+        (g.zone_sectors, g.nr_conv_zones, g.max_open, g.max_active),
+        (524_288, 149, 128, 0)
+    );
+    assert_eq!(g.protocol, devices::zoned::ZoneProtocol::Zbc);
+    let g = parse(ZNS).unwrap().zoned.expect("zoned");
+    assert_eq!(
+        (g.zone_capacity, g.max_open, g.max_active),
+        (1077 * 2048, 14, 14)
+    );
+    assert_eq!(g.protocol, devices::zoned::ZoneProtocol::Zns);
+    assert!(parse(HDD).unwrap().zoned.is_none());
+}
+
+#[test]
+fn zoned_table_checked_field_by_field() {
+    let at = |t: &str, k: &str| format!("p.toml:{}: field 'zoned.{k}'", line_of(t, k));
+    let e = parse(&with(SMR, "zone_size_mib", "300"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&at(SMR, "zone_size_mib")) && e.contains("not a power of two"),
+        "{e}"
+    );
+    let e = parse(&with(SMR, "nr_conv_zones", "20000"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&at(SMR, "nr_conv_zones")) && e.contains("out of range: expected 0 to 14904"),
+        "{e}"
+    );
+    let e = parse(&with(SMR, "max_active_zones", "10"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&at(SMR, "max_active_zones"))
+            && e.contains("ZBC/ZAC define no active-zone limit"),
+        "{e}"
+    );
+    let e = parse(&with(SMR, "zone_capacity_mib", "128"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&at(SMR, "zone_capacity_mib")) && e.contains("must equal zone_size_mib"),
+        "{e}"
+    );
+    let e = parse(&with(ZNS, "zone_capacity_mib", "4096"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&at(ZNS, "zone_capacity_mib")) && e.contains("expected 1 to 2048"),
+        "{e}"
+    );
+    let e = parse(&with(ZNS, "max_active_zones", "8"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&at(ZNS, "max_active_zones")) && e.contains("below max_open_zones = 14"),
+        "{e}"
+    );
+    let e = parse(&with(ZNS, "max_open_zones", "-1"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&at(ZNS, "max_open_zones")) && e.contains("out of range"),
+        "{e}"
+    );
+    // A table on a model that cannot be zoned: its keys are unknown fields.
+    let r = include_str!("../profiles/raid0-2x-mg04aca400n.toml");
+    let e = parse(&format!("{r}\n[zoned]\nzone_size_mib = 256\n")).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("zoned.zone_size_mib"), "{e}");
+    assert!(e.to_string().contains("unknown field"), "{e}");
+    // Nested tables are refused with their line.
+    let e = parse(&format!("{SMR}[zoned.more]\nx = 1\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("syntax error") && e.contains("[zoned.more]"),
+        "{e}"
+    );
+}

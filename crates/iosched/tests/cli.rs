@@ -962,7 +962,11 @@ fn fio_coverage_options_bad_input_exit_2() {
         ("disk_util=on", ":4: option 'disk_util'"),
         ("random_generator=xorshift", ":4: option 'random_generator'"),
         ("threads=many", ":4: option 'threads'"),
-        ("zonemode=zbd", "zoned block devices are not simulated"),
+        (
+            "zonemode=zbd",
+            "zonemode=zbd: device 'ideal' is not a zoned block device",
+        ),
+        ("zonemode=strided", "zonemode=strided is not modeled yet"),
         ("ioengine=libzbc", "ioengine=libzbc is not modeled"),
         (
             "bs=${IOSCHED_UNSET_VAR}",

@@ -62,7 +62,8 @@ impl Emulator {
     /// `cfg`'s scheduler and block-layer settings in front of `device` (the host
     /// model and the page cache of `cfg` do not apply).
     pub fn new(cfg: &SimConfig, device: Box<dyn Device>) -> Result<Emulator, SimError> {
-        let queue = build_queue(cfg, device.info())?;
+        let mut queue = build_queue(cfg, device.info())?;
+        crate::simulate::zone_queue(&mut queue, device.as_ref());
         Ok(Emulator {
             queue,
             device,
@@ -167,7 +168,12 @@ impl Emulator {
             if dev.is_some_and(|d| d <= t) {
                 self.device.advance(t, &mut self.rqs);
                 for i in 0..self.rqs.len() {
-                    self.queue.complete(t, self.rqs[i]);
+                    crate::simulate::complete_from(
+                        &mut self.queue,
+                        self.device.as_mut(),
+                        t,
+                        self.rqs[i],
+                    );
                 }
                 self.requests += self.rqs.len() as u64;
                 self.rqs.clear();
@@ -189,6 +195,10 @@ impl Emulator {
 
     fn collect(&mut self, at: Ns) {
         self.queue.take_completed(&mut self.owners);
+        // Failed bios complete like the others here (the NBD client sees the
+        // I/O end); the list is only drained.
+        let mut failed = Vec::new();
+        self.queue.take_failed(&mut failed);
         self.ready
             .extend(self.owners.drain(..).map(|owner| Completion { owner, at }));
     }

@@ -293,8 +293,9 @@ pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
             );
             exts.iter()
                 .map(|ext| {
-                    region(spec, *ext, off, &info.name, exts.len() as u64)
-                        .map(|size| (ext.start + off, size))
+                    let r = region(spec, *ext, off, &info.name, exts.len() as u64)
+                        .map(|size| (ext.start + off, size))?;
+                    zbd_region(spec, r, &opts.device)
                 })
                 .collect()
         };
@@ -1180,6 +1181,38 @@ fn check_io_modes(input: &FioInput) -> Result<(), RunError> {
 /// device): `size` (shared out among the files, as fio gives each
 /// `size / nrfiles`), a percentage of what follows `offset`, or all of it
 /// (`fill_device`, no size); `offset` is bytes into the file.
+/// fio's `zbd_verify_sizes` for `zonemode=zbd`: the device must be zoned, and
+/// the region (start, length in bytes) is cut to whole zones — its start
+/// rounded up, its end down — so that sequential writes begin at a zone's
+/// write pointer on a fresh device.
+fn zbd_region(spec: &JobSpec, r: (u64, u64), dev: &Profile) -> Result<(u64, u64), RunError> {
+    if !spec.zonemode_zbd {
+        return Ok(r);
+    }
+    let Some(g) = dev.zoned else {
+        return Err(job_err(
+            spec,
+            format!(
+                "zonemode=zbd: device '{}' is not a zoned block device",
+                dev.name
+            ),
+        ));
+    };
+    let zone = g.zone_sectors * 512;
+    let start = r.0.div_ceil(zone) * zone;
+    let end = (r.0 + r.1) / zone * zone;
+    if end <= start {
+        return Err(job_err(
+            spec,
+            format!(
+                "zonemode=zbd: the I/O region ({} bytes at {}) holds no whole zone of {zone} bytes",
+                r.1, r.0
+            ),
+        ));
+    }
+    Ok((start, end - start))
+}
+
 fn region(
     spec: &JobSpec,
     file: files::Extent,
@@ -2128,6 +2161,12 @@ pub fn run(
             d.flush_ticks_ns / 1_000_000
         ));
     }
+    if let Some(z) = &summary.zone {
+        report.footer.push(format!(
+            "Zone write plugging: {} bios plugged, {} plug works, {} aborted, {} appends emulated; {} I/O errors",
+            z.plugged, z.works, z.aborted, z.emulated_appends, summary.io_errors
+        ));
+    }
     if !summary.sched_stats.is_empty() {
         report.footer.push(format!(
             "Scheduler statistics ({}, as in /sys/kernel/debug/block/{}/sched/):",
@@ -2158,6 +2197,18 @@ pub fn run(
         "cpus": opts.nr_cpus,
         "host_stats": host_json,
     }));
+    if let (Some(z), Some(serde_json::Value::Object(m))) = (&summary.zone, &mut report.extra) {
+        m.insert("io_errors".into(), json!(summary.io_errors));
+        m.insert(
+            "zone_write_plugging".into(),
+            json!({
+                "plugged": z.plugged,
+                "works": z.works,
+                "aborted": z.aborted,
+                "emulated_appends": z.emulated_appends,
+            }),
+        );
+    }
     if interrupted {
         if let Some(serde_json::Value::Object(m)) = &mut report.extra {
             m.insert("interrupted".into(), json!(true));

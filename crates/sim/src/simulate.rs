@@ -280,6 +280,10 @@ pub struct RunSummary {
     pub sched_stats: Vec<(String, String)>,
     /// What the host did, with a host model.
     pub host: Option<HostSummary>,
+    /// Bios that ended with an error (a zoned device refusing a write).
+    pub io_errors: u64,
+    /// Zone write plugging's counters, on a zoned device.
+    pub zone: Option<blk::zoned::ZoneStats>,
 }
 
 /// The host's accounting at the end of a run.
@@ -323,6 +327,7 @@ pub fn build_queue(cfg: &SimConfig, info: &devices::DeviceInfo) -> Result<Queue,
             max_hw_sectors: info.max_hw_sectors,
             max_discard_segments: 1,
             nomerges: cfg.nomerges,
+            chunk_sectors: 0,
         },
         write_cache: info.write_cache,
         fua: info.write_cache && info.fua,
@@ -338,6 +343,31 @@ pub fn build_queue(cfg: &SimConfig, info: &devices::DeviceInfo) -> Result<Queue,
     Ok(queue)
 }
 
+/// Make `queue` the queue of a zoned `device` (zone write plugging, zone
+/// boundaries), if it is one. SCSI/ATA disks have no native zone append, so
+/// the block layer emulates it (`sd_zbc`); NVMe ZNS has it.
+pub fn zone_queue(queue: &mut Queue, device: &dyn Device) {
+    let Some(g) = device.zone_geometry() else {
+        return;
+    };
+    let lim = blk::zoned::ZonedLimits {
+        zone_sectors: g.zone_sectors,
+        capacity: device.info().capacity_sectors,
+        zone_capacity: g.zone_capacity,
+        nr_conv_zones: g.nr_conv_zones,
+        max_open_zones: g.max_open,
+        max_active_zones: g.max_active,
+        emulate_zone_append: g.protocol == devices::zoned::ZoneProtocol::Zbc,
+    };
+    queue.set_zoned(lim, &device.report_zones());
+}
+
+/// Complete request `id` with the status the device gives it.
+pub(crate) fn complete_from(queue: &mut Queue, device: &mut dyn Device, now: Ns, id: RqId) {
+    let ok = device.take_error(id).is_none();
+    queue.complete_status(now, id, ok);
+}
+
 /// One simulation: a queue with its scheduler, a device, and the job clones.
 pub struct Simulation {
     queue: Queue,
@@ -349,6 +379,9 @@ pub struct Simulation {
     timer_armed: Option<Ns>,
     done_rqs: Vec<RqId>,
     done_owners: Vec<u64>,
+    /// Owners of failed bios (drained at each delivery).
+    failed_owners: Vec<u64>,
+    io_errors: u64,
     requests: u64,
     groups: Vec<u32>,
     group_left: Vec<usize>,
@@ -401,7 +434,8 @@ impl Simulation {
         jobs: Vec<JobConfig>,
     ) -> Result<Simulation, SimError> {
         let info = device.info().clone();
-        let queue = build_queue(cfg, &info)?;
+        let mut queue = build_queue(cfg, &info)?;
+        zone_queue(&mut queue, device.as_ref());
         let mut groups: Vec<u32> = jobs.iter().map(|j| j.group).collect();
         groups.dedup();
         let group_left = groups
@@ -454,6 +488,8 @@ impl Simulation {
             timer_armed: None,
             done_rqs: Vec::new(),
             done_owners: Vec::new(),
+            failed_owners: Vec::new(),
+            io_errors: 0,
             requests: 0,
             groups,
             group_left,
@@ -556,7 +592,7 @@ impl Simulation {
                     }
                     self.device.advance(now, &mut self.done_rqs);
                     for i in 0..self.done_rqs.len() {
-                        self.queue.complete(now, self.done_rqs[i]);
+                        complete_from(&mut self.queue, self.device.as_mut(), now, self.done_rqs[i]);
                     }
                     self.requests += self.done_rqs.len() as u64;
                     self.done_rqs.clear();
@@ -635,6 +671,8 @@ impl Simulation {
             disk: self.queue.disk_stats(end),
             sched_stats: self.queue.elevator().debugfs(),
             host,
+            io_errors: self.io_errors,
+            zone: self.queue.zone_wplugs().map(|z| z.stats()),
         }
     }
 
@@ -1554,6 +1592,12 @@ impl Simulation {
     /// completes (or, on a host model, is posted for its thread to reap).
     fn deliver_completions(&mut self, now: Ns, obs: &mut dyn IoObserver) {
         self.queue.take_completed(&mut self.done_owners);
+        self.queue.take_failed(&mut self.failed_owners);
+        self.io_errors += self.failed_owners.len() as u64;
+        self.failed_owners.clear();
+        // No job issues zone appends; drained so the list cannot grow.
+        let mut appended = Vec::new();
+        self.queue.take_appended(&mut appended);
         for i in 0..self.done_owners.len() {
             let o = self.done_owners[i];
             if o & WB_OWNER != 0 {

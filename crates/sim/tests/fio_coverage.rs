@@ -123,7 +123,9 @@ fn bad_values_are_refused_with_file_and_line() {
             "random_generator=mt",
             "invalid value 'mt' for random_generator",
         ),
-        ("zonemode=zbd", "zoned block devices are not simulated"),
+        ("zonemode=strided", "zonemode=strided is not modeled yet"),
+        ("zonemode=zone", "invalid value 'zone' for zonemode"),
+        ("zone_reset_threshold=0.5", "only zonemode=none|zbd is"),
     ] {
         let e = parse_job_file("t.fio", &format!("[j]\ndirect=1\n{opt}\n")).unwrap_err();
         assert!(e.to_string().contains(want), "{opt}: {e}");

@@ -65,6 +65,7 @@ fn no_slow_leak_per_decision() {
             rotational: true,
             ..Default::default()
         }),
+        zoned: None,
     };
     let mut failures = Vec::new();
     for sched in ["none", "mq-deadline", "kyber", "bfq"] {

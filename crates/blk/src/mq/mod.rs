@@ -40,7 +40,17 @@
 //! head of `hctx->dispatch`); requeue through the requeue list; `/proc/diskstats`
 //! counters. Not modelled: shared tag sets (`BLK_MQ_F_TAG_HCTX_SHARED`, SCSI hosts),
 //! SMT/NUMA-aware CPU grouping, READ/POLL queue maps, `rq_qos` throttling, plug
-//! request caching (`nr_ios`), zoned devices.
+//! request caching (`nr_ios`).
+//!
+//! Zoned devices ([`Queue::set_zoned`]): bios are split at zone boundaries
+//! (`chunk_sectors`), and writes to sequential zones go through zone write
+//! plugging ([`crate::zoned`]) at the points `blk_mq_submit_bio` calls it:
+//! after the merge attempt (`blk_zone_plug_bio`), when the request is set up
+//! (`blk_zone_write_plug_init_request`), at each bio's end and at the request's
+//! free (`blk_zone_write_plug_finish_request`). The plug BIO work is requested
+//! like the run work ([`Queue::next_run`]) and runs at the start of
+//! [`Queue::run`]. Requests the device fails ([`Queue::complete_status`]) end
+//! their bios with an error ([`Queue::take_failed`]).
 
 pub mod cpumap;
 mod flush;
@@ -53,6 +63,7 @@ use crate::elevator::{Elevator, ElvCtx, QueueParams};
 use crate::merge::{bio_mergeable, MergeLimits, MergeState};
 use crate::request::{Bio, BioArena, Request, RqArena, RqId};
 use crate::types::{msecs_to_jiffies, Jiffies, Ns, Op, ReqFlags};
+use crate::zoned::{BlkZone, Plugging, ZoneWplugs, ZonedLimits};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
@@ -242,6 +253,14 @@ pub enum Submitted {
     /// No scheduler tag was free: the submitter sleeps; the bio is allocated and
     /// inserted when a tag frees.
     Sleeping,
+    /// A write to a zone with a write in flight: the bio waits on the zone's
+    /// write plug.
+    ZonePlugged,
+    /// The bio failed at once (zone write plugging refused it: not at the
+    /// write pointer, across a zone, to a full zone, a reset of a conventional
+    /// zone); its owner is in [`Queue::take_completed`] and
+    /// [`Queue::take_failed`].
+    Failed,
 }
 
 /// Block-layer work done since the last [`Queue::take_work`]: what a host model
@@ -356,6 +375,14 @@ pub struct Queue {
     work: Work,
     /// The CPU the caller acts on ([`Queue::set_cpu`]).
     cur_cpu: u32,
+    /// Zone write plugs of a zoned device.
+    zwplugs: Option<ZoneWplugs>,
+    /// When the zone write plug BIO work is due.
+    zone_work_at: Option<Ns>,
+    /// Owners of bios that ended with an error.
+    failed: Vec<u64>,
+    /// (owner, sector) of emulated zone appends that completed.
+    appended: Vec<(u64, u64)>,
 }
 
 impl std::fmt::Debug for Queue {
@@ -413,8 +440,47 @@ impl Queue {
             split_left: FxHashMap::default(),
             work: Work::default(),
             cur_cpu: 0,
+            zwplugs: None,
+            zone_work_at: None,
+            failed: Vec::new(),
+            appended: Vec::new(),
             cfg,
         }
+    }
+
+    /// Make this the queue of a zoned device (`blk_revalidate_disk_zones`):
+    /// zones as `report` gives them, bios split at zone boundaries
+    /// (`chunk_sectors`), writes handled by zone write plugging.
+    pub fn set_zoned(&mut self, lim: ZonedLimits, report: &[BlkZone]) {
+        self.merge.limits.chunk_sectors = lim.zone_sectors;
+        self.zwplugs = Some(ZoneWplugs::new(lim, report));
+    }
+
+    /// The zone write plugs, on a zoned device.
+    pub fn zone_wplugs(&self) -> Option<&ZoneWplugs> {
+        self.zwplugs.as_ref()
+    }
+
+    /// A zone report reached the block layer (`disk_report_zone` for each
+    /// zone): plugs that lost their write pointer after an error take it.
+    pub fn report_zones(&mut self, zones: &[BlkZone]) {
+        if let Some(z) = &mut self.zwplugs {
+            for zone in zones {
+                z.report_zone(zone);
+            }
+        }
+    }
+
+    /// Owners of bios that ended with an error since the last call (they are
+    /// in [`Queue::take_completed`] too).
+    pub fn take_failed(&mut self, out: &mut Vec<u64>) {
+        out.append(&mut self.failed);
+    }
+
+    /// (owner, sector written) of emulated zone appends completed since the
+    /// last call.
+    pub fn take_appended(&mut self, out: &mut Vec<(u64, u64)>) {
+        out.append(&mut self.appended);
     }
 
     /// The attached elevator.
@@ -539,10 +605,10 @@ impl Queue {
     /// When the queue wants [`Queue::run`] called next, if at all: the earliest
     /// hardware queue run or the requeue work.
     pub fn next_run(&self) -> Option<Ns> {
-        match (self.run_min, self.requeue_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.run_min, self.requeue_at, self.zone_work_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// When the elevator wants [`Queue::elevator_timer`] called, if at all.
@@ -686,7 +752,7 @@ impl Queue {
     }
 
     /// Steps 4–10 of `blk_mq_submit_bio` for a bio within the limits.
-    fn submit_one(&mut self, now: Ns, bio: Bio, drv: Option<&mut dyn Driver>) -> Submitted {
+    fn submit_one(&mut self, now: Ns, mut bio: Bio, drv: Option<&mut dyn Driver>) -> Submitted {
         let hctx = self.hctx_of_cpu(bio.cpu);
         if self.merge.limits.nomerges < 2 && bio_mergeable(&bio) {
             let bio_id = self.bios.alloc(bio);
@@ -698,11 +764,58 @@ impl Queue {
                 e.bio_merge(&mut ctx, &bio, bio_id)
             };
             if merged {
+                self.zone_merged();
                 self.free_merged(now);
                 return Submitted::Merged;
             }
             self.bios.free(bio_id);
         }
+        if let Some(z) = &mut self.zwplugs {
+            if ZoneWplugs::needs_plugging(&bio) {
+                match z.plug_bio(bio) {
+                    Plugging::Submit(b) => bio = b,
+                    Plugging::Plugged => return Submitted::ZonePlugged,
+                    Plugging::Fail(mut b) => {
+                        // Its end goes through plugging too (a failed write
+                        // leaves the plug needing a write pointer update).
+                        self.zone_bio_endio(&mut b, false);
+                        self.fail_bio(b);
+                        self.zone_aborted();
+                        return Submitted::Failed;
+                    }
+                }
+            }
+        }
+        self.submit_new_request(now, hctx, bio, drv)
+    }
+
+    /// A bio released from a zone write plug: it went through merging and
+    /// plugging already, so it goes straight to a new request.
+    fn submit_released(&mut self, now: Ns, bio: Bio, drv: Option<&mut dyn Driver>) -> Submitted {
+        let hctx = self.hctx_of_cpu(bio.cpu);
+        self.submit_new_request(now, hctx, bio, drv)
+    }
+
+    /// Bios that back-merged into zone-plugged requests move their zones'
+    /// write pointers (`blk_zone_write_plug_bio_merged`).
+    fn zone_merged(&mut self) {
+        let Some(z) = &mut self.zwplugs else {
+            self.merge.zone_merged.clear();
+            return;
+        };
+        for id in self.merge.zone_merged.drain(..) {
+            z.bio_merged(self.bios.get_mut(id));
+        }
+    }
+
+    /// `new_request:` onwards: a request for `bio`, or sleep for a tag.
+    fn submit_new_request(
+        &mut self,
+        now: Ns,
+        hctx: u16,
+        bio: Bio,
+        drv: Option<&mut dyn Driver>,
+    ) -> Submitted {
         if self.waiter_fits(hctx).is_some() {
             // Tasks already asleep on this hctx's tags get them first — those that
             // can take one: a waiter held back by its own shallow depth (BFQ's one
@@ -764,7 +877,43 @@ impl Queue {
         let id = self.rqs.alloc(rq);
         let (mut ctx, e) = self.ctx(now, hctx);
         e.prepare_request(&mut ctx, id);
+        if bio.flags.has(ReqFlags::ZONE_WRITE_PLUGGING) {
+            self.zone_init_request(id);
+        }
         Some(id)
+    }
+
+    /// `blk_zone_write_plug_init_request`: the request holds a plug reference,
+    /// and plugged bios that continue it merge into its back.
+    fn zone_init_request(&mut self, id: RqId) {
+        let Some(z) = &mut self.zwplugs else { return };
+        let lim = self.merge.limits;
+        let r = self.rqs.get_mut(id);
+        r.zone_write_plugging = true;
+        let (pos, end) = (r.sector.0, r.end().0);
+        let (mut sectors, mut segs) = (r.nr_sectors, r.nr_segments);
+        let rq_view = r.clone();
+        let merged = z.init_request(pos, end, lim.nomerges >= 2, |b, _| {
+            let ok = crate::merge::bio_merge_ok(&rq_view, b)
+                && sectors + b.nr_sectors <= lim.max_sectors_at(pos)
+                && segs + crate::merge::bio_segments(b) <= lim.max_segments;
+            if ok {
+                sectors += b.nr_sectors;
+                segs += crate::merge::bio_segments(b);
+            }
+            ok
+        });
+        for b in merged {
+            let bid = self.bios.alloc(b);
+            let r = self.rqs.get_mut(id);
+            let tail = r.bio_tail.replace(bid);
+            r.nr_sectors += b.nr_sectors;
+            r.nr_segments += crate::merge::bio_segments(&b);
+            if let Some(t) = tail {
+                self.bios.set_next(t, Some(bid));
+            }
+            self.merge.merges[b.op.dir().idx()] += 1;
+        }
     }
 
     /// Steps 7–10 of `blk_mq_submit_bio`: flush machinery, plug, insertion, or
@@ -864,6 +1013,15 @@ impl Queue {
             }
         }
         let rq = self.rqs.free(id);
+        if rq.zone_write_plugging {
+            if let Some(z) = &mut self.zwplugs {
+                z.finish_request(rq.sector.0);
+                if z.has_work() && self.zone_work_at.is_none() {
+                    // queue_work on the zone write plug workqueue.
+                    self.zone_work_at = Some(now);
+                }
+            }
+        }
         let h = &mut self.hctxs[hctx as usize];
         if let Some(t) = rq.driver_tag {
             h.driver_tags.put(t);
@@ -895,6 +1053,13 @@ impl Queue {
     /// The device finished request `id` (`blk_mq_end_request`, or the flush
     /// machinery's end handlers for flush-sequence requests).
     pub fn complete(&mut self, now: Ns, id: RqId) {
+        self.complete_status(now, id, true);
+    }
+
+    /// The device finished request `id`, successfully or not (`ok` =
+    /// `BLK_STS_OK`). A failed request ends its bios with an error; requests
+    /// of the flush machinery are always taken as successful.
+    pub fn complete_status(&mut self, now: Ns, id: RqId, ok: bool) {
         self.driver_inflight -= 1;
         if self.driver_inflight == 0 {
             self.stats.io_ticks_ns += now.since(self.busy_since);
@@ -916,12 +1081,17 @@ impl Queue {
         } else if self.rqs.get(id).flush_seq {
             self.flush_data_end_io(now, id);
         } else {
-            self.end_request(now, id);
+            self.end_request_status(now, id, ok);
         }
     }
 
     /// `blk_mq_end_request`: account the I/O, end its bios, free the request.
     fn end_request(&mut self, now: Ns, id: RqId) {
+        self.end_request_status(now, id, true);
+    }
+
+    /// `blk_mq_end_request` with a status.
+    fn end_request_status(&mut self, now: Ns, id: RqId, ok: bool) {
         let (op, sectors, alloc, uses_sched, hctx) = {
             let r = self.rqs.get(id);
             (r.op, r.nr_sectors as u64, r.alloc_ns, r.uses_sched, r.hctx)
@@ -946,11 +1116,50 @@ impl Queue {
         let mut bio = self.rqs.get(id).bio_head;
         while let Some(b) = bio {
             let owner = self.bios.get(b).owner;
+            if self.zwplugs.is_some() {
+                let mut done = *self.bios.get(b);
+                self.zone_bio_endio(&mut done, ok);
+            }
             bio = self.bios.next(b);
             self.bios.free(b);
+            if !ok {
+                self.failed.push(owner);
+            }
             self.bio_endio(owner);
         }
         self.free_request(now, id);
+        self.zone_aborted();
+    }
+
+    /// `blk_zone_bio_endio`: a bio handled by zone write plugging, or a zone
+    /// reset/finish, ended.
+    fn zone_bio_endio(&mut self, bio: &mut Bio, ok: bool) {
+        let Some(z) = &mut self.zwplugs else { return };
+        if bio.flags.has(ReqFlags::ZONE_WRITE_PLUGGING) {
+            let emulated = bio.flags.has(ReqFlags::EMULATES_ZONE_APPEND);
+            z.bio_endio(bio, ok);
+            if emulated && ok {
+                self.appended.push((bio.owner, bio.sector.0));
+            }
+        } else if matches!(bio.op, Op::ZoneReset | Op::ZoneResetAll | Op::ZoneFinish) {
+            z.mgmt_bio_endio(bio, ok);
+        }
+    }
+
+    /// End with an error the bios zone write plugging aborted.
+    fn zone_aborted(&mut self) {
+        let Some(z) = &mut self.zwplugs else { return };
+        let mut out = Vec::new();
+        z.take_aborted(&mut out);
+        for b in out {
+            self.fail_bio(b);
+        }
+    }
+
+    /// `bio_io_error`.
+    fn fail_bio(&mut self, bio: Bio) {
+        self.failed.push(bio.owner);
+        self.bio_endio(bio.owner);
     }
 
     /// `bio_endio`: a split bio's owner completes with its last piece.
@@ -1059,6 +1268,10 @@ impl Queue {
     /// Work due at `now`: the requeue work, then the runs of every hardware queue
     /// that is due (`blk_mq_sched_dispatch_requests`), lowest hctx first.
     pub fn run(&mut self, now: Ns, drv: &mut dyn Driver) {
+        if self.zone_work_at.is_some_and(|t| t <= now) {
+            self.zone_work_at = None;
+            self.zone_work(now, drv);
+        }
         if self.requeue_at.is_some_and(|t| t <= now) {
             self.requeue_at = None;
             self.requeue_work(now);
@@ -1072,6 +1285,21 @@ impl Queue {
                 _ => continue,
             }
             self.run_hctx(now, h, drv);
+        }
+    }
+
+    /// The zone write plug BIO works queued (`blk_zone_wplug_bio_work`), each
+    /// submitting the next plugged bio of its zone straight to request
+    /// allocation.
+    fn zone_work(&mut self, now: Ns, drv: &mut dyn Driver) {
+        while let Some(z) = &mut self.zwplugs {
+            if !z.has_work() {
+                break;
+            }
+            if let Some(bio) = z.run_work() {
+                self.submit_released(now, bio, Some(&mut *drv));
+            }
+            self.zone_aborted();
         }
     }
 

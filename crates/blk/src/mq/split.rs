@@ -14,14 +14,26 @@ use crate::types::{Ns, Op, ReqFlags, Sector};
 const SECTORS_PER_PAGE: u32 = 8;
 
 /// The largest piece `bio` may be submitted as: `max_sectors`, and no more pages
-/// than `max_segments`. Flushes and discards are not split here.
+/// than `max_segments`, and for reads and writes not across a `chunk_sectors`
+/// boundary (a zoned device's zone size: `get_max_io_size`). Flushes, discards,
+/// zone appends (never split: `bio_split_rw` is not used for them) and zone
+/// management operations (no data) are not split here.
 pub(super) fn max_io_sectors(bio: &Bio, lim: &MergeLimits) -> u32 {
     match bio.op {
-        Op::Read | Op::Write => lim
-            .max_sectors
-            .min(lim.max_segments.saturating_mul(SECTORS_PER_PAGE))
-            .max(1),
-        Op::Flush | Op::Discard => u32::MAX,
+        Op::Read | Op::Write => {
+            let max = lim
+                .max_sectors
+                .min(lim.max_segments.saturating_mul(SECTORS_PER_PAGE))
+                .max(1);
+            match lim.chunk_sectors {
+                0 => max,
+                chunk => {
+                    let to_boundary = chunk - bio.sector.0 % chunk;
+                    (max as u64).min(to_boundary) as u32
+                }
+            }
+        }
+        _ => u32::MAX,
     }
 }
 
@@ -34,12 +46,27 @@ impl Queue {
         max: u32,
         mut drv: Option<&mut dyn Driver>,
     ) -> Submitted {
-        let pieces = bio.nr_sectors.div_ceil(max);
-        *self.split_left.entry(bio.owner).or_insert(0) += pieces;
+        let lim = self.merge.limits;
         let mut sector = bio.sector.0;
         let mut left = bio.nr_sectors;
-        while left > 0 {
-            let n = left.min(max);
+        // The pieces: `max` for the first, then each as its own position allows
+        // (a chunk boundary moves the cut).
+        let mut cuts = Vec::new();
+        let mut at = sector;
+        let mut rest = left;
+        let mut n = max;
+        while rest > 0 {
+            let take = rest.min(n);
+            cuts.push(take);
+            rest -= take;
+            at += take as u64;
+            let mut next = bio;
+            next.sector = Sector(at);
+            n = max_io_sectors(&next, &lim);
+        }
+        let pieces = cuts.len() as u32;
+        *self.split_left.entry(bio.owner).or_insert(0) += pieces;
+        for n in cuts {
             left -= n;
             let mut piece = bio;
             piece.sector = Sector(sector);

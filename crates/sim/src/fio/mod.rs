@@ -696,6 +696,9 @@ pub struct JobSpec {
     /// Where the job's file lives and how large it is (`directory`,
     /// `filesize`, `fill_device`, `offset_increment`).
     pub files: FileSpec,
+    /// `zonemode=zbd`: the device must be zoned, and the job's region is cut
+    /// to whole zones (fio's `zbd_verify_sizes`).
+    pub zonemode_zbd: bool,
     /// The write-then-verify pattern (`verify` and its settings); `None` when
     /// the job verifies nothing or only reads.
     pub verify: Option<VerifySpec>,

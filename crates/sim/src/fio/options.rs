@@ -376,7 +376,7 @@ static OPTIONS: &[OptDef] = &[
     m("merge_blktrace_iters", NONE, R),
     nm("exec_prerun", NONE, R, NONE),
     nm("exec_postrun", NONE, R, NONE),
-    nm("zonemode", NONE, R, &["none"]),
+    m("zonemode", NONE, R),
     nm("zonesize", NONE, R, ZERO),
     nm("zonecapacity", NONE, R, NONE),
     nm("zonerange", NONE, R, NONE),
@@ -565,6 +565,8 @@ pub(crate) struct JobState {
     filesize: Option<(u64, u64)>,
     fill_device: bool,
     offset_increment: u64,
+    /// `zonemode=zbd`.
+    zonemode_zbd: bool,
     /// `verify`'s method; `None`: fio's VERIFY_NONE (`verify=0`).
     verify: Option<String>,
     do_verify: bool,
@@ -665,6 +667,7 @@ impl Default for JobState {
             filesize: None,
             fill_device: false,
             offset_increment: 0,
+            zonemode_zbd: false,
             verify: None,
             do_verify: true,
             verify_backlog: 0,
@@ -725,11 +728,11 @@ impl JobState {
                     )
                 };
                 if zoned {
-                    // Zoned devices need write pointers, zone resets and zone
-                    // limits in the device model: a separate piece of work.
+                    // Zoned devices are simulated, but of fio's zbd.c only
+                    // zonemode=zbd's alignment of the I/O region is.
                     Err(format!(
-                        "option '{}' is not modeled: zoned block devices are not simulated \
-                         (a separate piece of work){}",
+                        "option '{}' is not modeled yet: of fio's zoned-device options only \
+                         zonemode=none|zbd is{}",
                         def.name,
                         if neutral.is_empty() {
                             String::new()
@@ -1228,6 +1231,23 @@ impl JobState {
                     }
                 }
             }
+            "zonemode" => {
+                self.zonemode_zbd = match v {
+                    "none" => false,
+                    "zbd" => true,
+                    "strided" => {
+                        return Err(
+                            "zonemode=strided is not modeled yet (only none and zbd are)"
+                                .to_string(),
+                        )
+                    }
+                    _ => {
+                        return Err(format!(
+                            "invalid value '{v}' for zonemode (valid: none, strided, zbd)"
+                        ))
+                    }
+                }
+            }
             "verify" => self.verify = parse_verify(v)?,
             "do_verify" => self.do_verify = parse_bool(v)?,
             "verify_backlog" => self.verify_backlog = int(0, u64::MAX)?,
@@ -1468,6 +1488,7 @@ impl JobState {
                 fill_device: self.fill_device,
                 offset_increment: self.offset_increment,
             },
+            zonemode_zbd: self.zonemode_zbd,
             verify,
             offload: self.offload,
             control,

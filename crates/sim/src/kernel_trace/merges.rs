@@ -221,6 +221,7 @@ pub fn loop_profile(model: &LoopModel, capacity: u64) -> Profile {
             nr_hw_queues: 1,
             rotational: false,
         }),
+        zoned: None,
     }
 }
 

@@ -639,7 +639,7 @@ impl Simulation {
             }
             Action::Complete(rqs) => {
                 for &id in &rqs {
-                    self.queue.complete(now, id);
+                    super::complete_from(&mut self.queue, self.device.as_mut(), now, id);
                 }
                 self.requests += rqs.len() as u64;
                 self.hs().recycle(rqs);
@@ -703,7 +703,7 @@ impl Simulation {
             }
             Action::Complete(rqs) => {
                 for &id in &rqs {
-                    self.queue.complete(now, id);
+                    super::complete_from(&mut self.queue, self.device.as_mut(), now, id);
                 }
                 self.requests += rqs.len() as u64;
                 self.hs().recycle(rqs);

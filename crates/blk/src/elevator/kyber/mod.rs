@@ -128,7 +128,7 @@ impl Domain {
             Op::Read => Domain::Read,
             Op::Write => Domain::Write,
             Op::Discard => Domain::Discard,
-            Op::Flush => Domain::Other,
+            _ => Domain::Other,
         }
     }
 
