@@ -490,8 +490,10 @@ fn in_flight(c: &Converted) -> (Vec<u32>, u32) {
 /// the scheduler again (`__blk_mq_sched_dispatch_requests`). Its issue event then
 /// shows a decision taken at the first queue run after its insert that found every
 /// driver tag busy. Does our scheduler choose `k` right after an op `q` at which
-/// `full` requests were in flight, from op `from` on (`k`'s insert, and the
-/// previous parked request's issue)? Returns the first such `q`.
+/// all `full` driver tags were held ([`tags_held`]: the other CPU's pulled list
+/// counts), from op `from` on (`k`'s insert, and the previous parked request's
+/// park)? Returns the first such `q`. Every such instant in the window is tried
+/// (kernel 6.18 `blk_mq_dispatch_rq_list`, `__blk_mq_do_dispatch_sched`).
 fn try_parked(
     c: &Converted,
     forced: &Forced,
@@ -502,22 +504,51 @@ fn try_parked(
     refused: &[usize],
 ) -> Option<usize> {
     let (counts, full) = flight;
-    (from..i.saturating_sub(1))
-        .filter(|&q| counts.get(q).is_some_and(|n| n >= full))
-        .take(PARKED_TRIALS)
-        .find(|&q| {
-            forced.rebuild(c, q + 1, refused).is_ok_and(|mut r| {
-                let op = TraceOp {
-                    kind: OpKind::Dispatch,
-                    ..c.ops[q].clone()
-                };
-                matches!(r.apply(&op), Ok(Some(Some(got))) if got == k)
-            })
-        })
+    let end = i.saturating_sub(1);
+    if from >= end {
+        return None;
+    }
+    // One replay stepped through the window, copied at each full-driver instant: the
+    // window can hold hundreds of such instants (inserts while every tag is busy), too
+    // many for a rebuild each.
+    let mut r = forced.rebuild(c, from, refused).ok()?;
+    for q in from..end {
+        replay_forced(&mut r, c, q, q + 1, refused).ok()?;
+        if tags_held(c, counts, q) < *full {
+            continue;
+        }
+        let mut probe = r.try_clone()?;
+        let op = TraceOp {
+            kind: OpKind::Dispatch,
+            ..c.ops[q].clone()
+        };
+        if matches!(probe.apply(&op), Ok(Some(Some(got))) if got == k) {
+            return Some(q);
+        }
+    }
+    None
 }
 
-/// How many full-driver instants [`try_parked`] tries per disagreement.
-const PARKED_TRIALS: usize = 16;
+/// Driver tags held right after op `q`: the requests in flight there, plus the
+/// issues of *another* CPU traced right after `q` in the same run of back-to-back
+/// issues. A list's issue events trail its pull, and the pull took a driver tag per
+/// request (`blk_mq_get_driver_tag` in `__blk_mq_do_dispatch_sched`), so the other
+/// CPU may hold those tags already when `q`'s CPU asks again and finds the driver
+/// full; its own later issues were pulled after `q`, so they do not count.
+fn tags_held(c: &Converted, counts: &[u32], q: usize) -> u32 {
+    let Some(&n) = counts.get(q) else {
+        return 0;
+    };
+    let cpu = match c.ops[q].kind {
+        OpKind::Dispatch => c.cpu[q],
+        _ => None,
+    };
+    let other = (q + 1..c.ops.len())
+        .take_while(|&j| matches!(c.ops[j].kind, OpKind::Dispatch))
+        .filter(|&j| cpu.is_some() && c.cpu[j].is_some() && c.cpu[j] != cpu)
+        .count();
+    n + u32::try_from(other).unwrap_or(u32::MAX)
+}
 
 /// "Issued late": does moving one of the last few issues (at op `j`) before the
 /// other CPU's ops traced just before it (from op `s` on) make us choose `k` at
@@ -560,7 +591,8 @@ fn try_reorder(
                     kind: OpKind::Dispatch,
                     ..c.ops[i].clone()
                 };
-                matches!(r.apply(&op), Ok(Some(Some(got))) if got == k)
+                let res = r.apply(&op);
+                matches!(res, Ok(Some(Some(got))) if got == k)
             }) {
                 return Some((j, s));
             }
@@ -857,8 +889,8 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
         // run that found the driver full), and the forced replay must take the
         // request there, not at its issue.
         let parked = if o.explain {
-            // One request is parked at a time: the runs that find it parked issue
-            // it rather than ask the scheduler.
+            // Parked requests leave `hctx->dispatch` in the order they were parked:
+            // not before the previous one's park.
             // Not further back than the forced replay's oldest copy: a rebuild from
             // the start per trial would make the comparison quadratic.
             let from = inserted_at
@@ -891,8 +923,13 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             moved = Some((i, s));
             decided_before_kept = true;
         }
-        if parked.is_some() {
-            last_parked = i + 1;
+        if let Some(q) = parked {
+            // `hctx->dispatch` is a FIFO (a failed list is spliced at its tail): a
+            // request issued from it later was parked after this one. Two CPUs can
+            // each pull one before either sees the other's parked (both passed the
+            // empty-list check), so the bound is this park, not this issue. The
+            // dispatch now sits at `q + 1`.
+            last_parked = q + 2;
         }
         if explanation.is_none() && o.explain {
             moved = try_reorder(c, &forced, i, k, o, &refused);
@@ -1023,6 +1060,50 @@ mod tests {
      ksoftirqd/0-14      [000] ..s..   100.000030: block_rq_complete: 7,0 RS () 800 + 8 be,0,4 [0]
      ksoftirqd/0-14      [000] ..s..   100.000031: block_rq_complete: 7,0 RS () 800 + 8 be,0,4 [0]
 ";
+
+    /// Four writes of one task (CPU 0); its issues of 1 and 4 interleave with the
+    /// kblockd worker's issues of 2 and 3 (CPU 1) in one run of back-to-back issues.
+    const TWO_DISPATCHERS: &str = "\
+# iosched: format=kernel-trace 1
+# iosched: hz=250
+# iosched: dev=7,0
+# iosched: sched=mq-deadline
+             fio-100     [000] ...1.   100.000010: block_rq_insert: 7,0 WS 4096 () 800 + 8 be,0,4 [fio]
+             fio-100     [000] ...1.   100.000011: block_rq_insert: 7,0 WS 4096 () 900 + 8 be,0,4 [fio]
+             fio-100     [000] ...1.   100.000012: block_rq_insert: 7,0 WS 4096 () 1000 + 8 be,0,4 [fio]
+             fio-100     [000] ...1.   100.000013: block_rq_insert: 7,0 WS 4096 () 1100 + 8 be,0,4 [fio]
+             fio-100     [000] .....   100.000020: block_rq_issue: 7,0 WS 4096 () 800 + 8 be,0,4 [fio]
+    kworker/1:1H-44      [001] .....   100.000021: block_rq_issue: 7,0 WS 4096 () 900 + 8 be,0,4 [kworker/1:1H]
+    kworker/1:1H-44      [001] .....   100.000022: block_rq_issue: 7,0 WS 4096 () 1000 + 8 be,0,4 [kworker/1:1H]
+             fio-100     [000] .....   100.000023: block_rq_issue: 7,0 WS 4096 () 1100 + 8 be,0,4 [fio]
+     ksoftirqd/0-14      [000] ..s..   100.000030: block_rq_complete: 7,0 WS () 800 + 8 be,0,4 [0]
+";
+
+    /// Tags held after an issue count the *other* CPU's issues traced right after
+    /// it in the same run (pulled, tags taken, issue events still to come), not the
+    /// same CPU's (pulled later): after 1 (CPU 0) one in flight plus 2 and 3 of
+    /// CPU 1 is 3; after 2 (CPU 1) two plus 4 of CPU 0 is 3; after 3, three plus 4;
+    /// after 4 the run ends; an insert or a completion counts what is in flight.
+    #[test]
+    fn tags_held_counts_the_other_cpus_pulled_issues() {
+        let (_, _, c) = super::super::load(TWO_DISPATCHERS, "mq-deadline", None);
+        let kinds: Vec<bool> = c
+            .ops
+            .iter()
+            .map(|o| matches!(o.kind, OpKind::Dispatch))
+            .collect();
+        assert_eq!(
+            kinds,
+            [false, false, false, false, true, true, true, true, false]
+        );
+        let (counts, full) = in_flight(&c);
+        assert_eq!(counts, [0, 0, 0, 0, 1, 2, 3, 4, 3]);
+        assert_eq!(full, 4);
+        let held: Vec<u32> = (0..c.ops.len())
+            .map(|q| tags_held(&c, &counts, q))
+            .collect();
+        assert_eq!(held, [0, 0, 0, 0, 3, 3, 4, 4, 3]);
+    }
 
     /// Only a request of the same direction, class, sector and size is a twin: not
     /// one twice as long (id 3), a write (4), the next sector (5), an RT read (6),
