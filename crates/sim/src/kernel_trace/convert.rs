@@ -760,6 +760,25 @@ impl Converted {
 
 #[cfg(test)]
 mod tests {
+    use super::Converted;
+    use crate::replay::OpKind;
+
+    /// Each converted op as a short label and its time.
+    fn kinds(c: &Converted) -> Vec<(String, u64)> {
+        c.ops
+            .iter()
+            .map(|o| {
+                let k = match &o.kind {
+                    OpKind::Insert(i) => format!("insert {}", i.sector),
+                    OpKind::Dispatch => "dispatch".into(),
+                    OpKind::Complete { id, .. } => format!("complete {id}"),
+                    OpKind::Exit { pid } => format!("exit {pid}"),
+                };
+                (k, o.t)
+            })
+            .collect()
+    }
+
     /// A refusal armed by the inserting task comes right after its insert (even when
     /// another CPU's event is traced in between); one armed by the kblockd worker
     /// comes where its timer was armed; other one-jiffy delayed works (another timer,
@@ -812,20 +831,6 @@ mod tests {
              fio-10987   [001] .....   717.750940: block_rq_issue: 7,0 RS 4096 () 111224 + 8 be,0,4 [fio]
 ";
         let head = "# iosched: format=kernel-trace 1\n# iosched: hz=250\n# iosched: dev=7,0\n# iosched: sched=bfq\n";
-        let kinds = |c: &super::Converted| -> Vec<(String, u64)> {
-            c.ops
-                .iter()
-                .map(|o| {
-                    let k = match &o.kind {
-                        crate::replay::OpKind::Insert(i) => format!("insert {}", i.sector),
-                        crate::replay::OpKind::Dispatch => "dispatch".into(),
-                        crate::replay::OpKind::Complete { id, .. } => format!("complete {id}"),
-                        other => format!("{other:?}"),
-                    };
-                    (k, o.t)
-                })
-                .collect()
-        };
         let (_, _, c) = super::super::load(&format!("{head}{body}"), "bfq", None);
         assert_eq!(
             kinds(&c),
@@ -914,20 +919,6 @@ mod tests {
         let head = "# iosched: format=kernel-trace 1\n# iosched: hz=250\n# iosched: dev=7,0\n# iosched: sched=bfq\n";
         // A block event of the exiting process before, so that it is a submitter.
         let before = "             fio-19256   [000] d..1.   781.281000: block_rq_insert: 7,0 RS 4096 () 100 + 8 be,0,4 [fio]\n";
-        let kinds = |c: &super::Converted| -> Vec<(String, u64)> {
-            c.ops
-                .iter()
-                .map(|o| {
-                    let k = match &o.kind {
-                        crate::replay::OpKind::Insert(i) => format!("insert {}", i.sector),
-                        crate::replay::OpKind::Dispatch => "dispatch".into(),
-                        crate::replay::OpKind::Exit { pid } => format!("exit {pid}"),
-                        other => format!("{other:?}"),
-                    };
-                    (k, o.t)
-                })
-                .collect()
-        };
         let (_, _, c) = super::super::load(&format!("{head}{before}{body}"), "bfq", None);
         assert_eq!(
             kinds(&c),
