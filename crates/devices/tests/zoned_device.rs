@@ -2,24 +2,14 @@
 //! and what it accepts.
 
 use blk::mq::{Driver, QueueRqStatus};
-use blk::request::BioId;
-use blk::{Bio, CgroupId, IoPrio, Ns, Op, ReqFlags, Request, RqId, Sector};
+use blk::{Ns, Op, ReqFlags, Request, RqId};
 use devices::zoned::ZoneError;
 use devices::Device;
 
+mod common;
+
 fn rq(op: Op, sector: u64, n: u32) -> Request {
-    let bio = Bio {
-        op,
-        flags: ReqFlags::NONE,
-        sector: Sector(sector),
-        nr_sectors: n,
-        ioprio: IoPrio::default(),
-        pid: 1,
-        cpu: 0,
-        cgroup: CgroupId(0),
-        owner: 0,
-    };
-    Request::from_bio(&bio, BioId(0), Ns(0))
+    common::request(op, ReqFlags::NONE, sector, n)
 }
 
 /// Submit, run to completion; the request's error, if any.

@@ -1161,14 +1161,7 @@ mod tests {
         let (_, _, mut c) = super::super::load(TWINS, "none", None);
         // Only the twins: drop the four other inserts.
         let keep: Vec<bool> = (0..c.ops.len()).map(|j| !(2..6).contains(&j)).collect();
-        let mut k = keep.iter();
-        c.ops.retain(|_| *k.next().unwrap());
-        let mut k = keep.iter();
-        c.expected.retain(|_| *k.next().unwrap());
-        let mut k = keep.iter();
-        c.source_line.retain(|_| *k.next().unwrap());
-        let mut k = keep.iter();
-        c.cpu.retain(|_| *k.next().unwrap());
+        c.retain_ops(&keep);
         c.refusals.clear();
         c.expected[2] = Some(2);
         c.expected[3] = Some(1);

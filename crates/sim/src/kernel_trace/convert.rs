@@ -54,6 +54,21 @@ pub struct Converted {
     pub refusals: Vec<(usize, usize)>,
 }
 
+impl Converted {
+    /// Keep the ops whose `keep` entry is true, with their per-op columns
+    /// (expected answer, source line, CPU).
+    pub fn retain_ops(&mut self, keep: &[bool]) {
+        let mut k = keep.iter();
+        self.ops.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        self.expected.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        self.source_line.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        self.cpu.retain(|_| *k.next().unwrap());
+    }
+}
+
 /// A token-pool resize: at `t` (ns, the ops' clock) `domain`'s depth became `depth`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DepthChange {
@@ -492,14 +507,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
         for i in dropped {
             keep[i] = false;
         }
-        let mut k = keep.iter();
-        c.ops.retain(|_| *k.next().unwrap());
-        let mut k = keep.iter();
-        c.expected.retain(|_| *k.next().unwrap());
-        let mut k = keep.iter();
-        c.source_line.retain(|_| *k.next().unwrap());
-        let mut k = keep.iter();
-        c.cpu.retain(|_| *k.next().unwrap());
+        c.retain_ops(&keep);
         let mut k = keep.iter();
         op_lines.retain(|_| *k.next().unwrap());
     }
