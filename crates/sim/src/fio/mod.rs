@@ -317,6 +317,16 @@ impl RwMode {
     }
 }
 
+/// Whether a job works on the simulated device itself rather than on a file of
+/// the file system on it: a `filename` under `/dev/`, or no file and no size
+/// (`size`, `filesize`, `fill_device`) at all.
+pub fn targets_device(filename: Option<&str>, sized: bool) -> bool {
+    match filename {
+        Some(f) => f.starts_with("/dev/"),
+        None => !sized,
+    }
+}
+
 /// The I/O engines the simulator can model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoEngine {

@@ -1670,12 +1670,8 @@ impl JobState {
             return Ok(());
         }
         let refuse = |what: &str| Err(format!("job '{name}': rw={} {what}", self.rw.as_str()));
-        // The same rule as the file layout's: a `/dev/` name, or no file and no size.
-        let device = match &self.filename {
-            Some(f) => f.starts_with("/dev/"),
-            None => self.size.is_none() && self.filesize.is_none() && !self.fill_device,
-        };
-        if !device {
+        let sized = self.size.is_some() || self.filesize.is_some() || self.fill_device;
+        if !super::targets_device(self.filename.as_deref(), sized) {
             // fio trims a regular file with fallocate(PUNCH_HOLE): the file system
             // frees the blocks, and discards them only if mounted to.
             return refuse(

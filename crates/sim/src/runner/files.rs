@@ -146,13 +146,9 @@ pub fn lay_out(
     for (k, spec) in jobs.iter().enumerate() {
         let mut mine = Vec::new();
         for c in 0..spec.numjobs {
-            let device = match &spec.filename {
-                Some(f) => f.starts_with("/dev/"),
-                None => {
-                    spec.size.is_none() && spec.files.filesize.is_none() && !spec.files.fill_device
-                }
-            };
-            if device {
+            let sized =
+                spec.size.is_some() || spec.files.filesize.is_some() || spec.files.fill_device;
+            if crate::fio::targets_device(spec.filename.as_deref(), sized) {
                 mine.push(vec![Target::Device]);
                 continue;
             }
