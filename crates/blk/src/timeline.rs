@@ -154,6 +154,21 @@ impl<T> Timeline<T> {
         }
     }
 
+    /// The earliest item's (time, push order), as [`Timeline::take_order`] hands
+    /// them out: for a caller that keeps some items outside and merges them in.
+    #[inline]
+    pub fn next_order(&self) -> Option<(Ns, u64)> {
+        self.head().map(|(k, _)| (time_of(k), k as u64))
+    }
+
+    /// A push order for an item kept outside the timeline (what a push now would
+    /// give it), so that it sorts against the items inside as if it were pushed.
+    #[inline]
+    pub fn take_order(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
     /// The earliest item's time.
     #[inline]
     pub fn next(&self) -> Option<Ns> {

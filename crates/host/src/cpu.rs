@@ -163,6 +163,27 @@ struct Cpu {
     needs_settle: bool,
     /// The current item is a [`NO_TOKEN`] interrupt item with no event armed.
     lazy: bool,
+    /// A switch to a runnable thread decided before the interrupt item it waits
+    /// behind ended ([`Cpus::switch_early`]), with what undoing it needs.
+    early: Option<Early>,
+}
+
+/// What [`Cpus::switch_early`] changed, to put back if anything reaches the CPU
+/// before the interrupt item's end.
+#[derive(Clone, Copy, Debug)]
+struct Early {
+    /// The interrupt item and its start; it ends at the thread's `since`.
+    irq: Item,
+    irq_since: u64,
+    /// The thread's run-queue entry.
+    entry: (u64, u64, ThreadId),
+    /// The thread's item came from `resume` (else from the front of `pending`).
+    from_resume: bool,
+    /// The CPU's values before the switch.
+    min_vruntime: u64,
+    slice_end: u64,
+    /// The thread's CPU before the switch.
+    thread_cpu: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,6 +251,7 @@ impl Cpus {
     }
 
     /// Number of CPUs.
+    #[inline]
     pub fn len(&self) -> u32 {
         self.cpus.len() as u32
     }
@@ -273,6 +295,7 @@ impl Cpus {
     }
 
     /// The CPU thread `t` is on (or last ran on).
+    #[inline]
     pub fn thread_cpu(&self, t: ThreadId) -> u32 {
         self.threads[t as usize].cpu
     }
@@ -402,6 +425,7 @@ impl Cpus {
     /// either has ended (it is retired now) or gets its event, so that the CPU
     /// takes the new work when it ends.
     fn unlazy(&mut self, now: u64, c: u32) {
+        self.settle_early(now, c);
         let cpu = &mut self.cpus[c as usize];
         if !cpu.lazy {
             return;
@@ -449,12 +473,17 @@ impl Cpus {
     /// generation): the caller delivers each with [`Cpus::fire`] at its time (stale
     /// ones are ignored there). A caller with an event queue of its own uses this
     /// instead of [`Cpus::next_event`] / [`Cpus::advance`].
+    #[inline]
     pub fn take_arms(&mut self, out: &mut Vec<(u64, u32, u64)>) {
+        if self.arms.is_empty() {
+            return;
+        }
         out.append(&mut self.arms);
     }
 
     /// Is `g` CPU `c`'s current generation, i.e. would an event (`c`, `g`) still
     /// act? Arms superseded before they reach an event queue need not enter it.
+    #[inline]
     pub fn is_current(&self, c: u32, g: u64) -> bool {
         self.cpus[c as usize].gen == g
     }
@@ -495,6 +524,7 @@ impl Cpus {
         if self.cpus[c as usize].gen != g {
             return;
         }
+        self.settle_early(now, c);
         let cur = self.cpus[c as usize].cur.expect("event on an idle CPU");
         let item = cur.item.expect("event without an item");
         let end = cur.since + item.len();
@@ -520,7 +550,14 @@ impl Cpus {
 
     /// After the tokens of [`Cpus::advance`] were handled: contexts given no new
     /// work sleep (threads) or end (interrupts), and the CPUs pick what runs next.
+    #[inline]
     pub fn settle(&mut self, now: u64) {
+        if !self.unsettled.is_empty() {
+            self.settle_all(now);
+        }
+    }
+
+    fn settle_all(&mut self, now: u64) {
         while let Some(c) = self.unsettled.pop() {
             let cpu = &mut self.cpus[c as usize];
             cpu.needs_settle = false;
@@ -635,7 +672,110 @@ impl Cpus {
                 Some(_) => {}
             }
         }
-        self.arms.push((at, c, cpu.gen));
+        if cur.ctx == Ctx::Irq
+            && item.token == NO_TOKEN
+            && cpu.irqs.is_empty()
+            && cpu.preempted.is_none()
+            && cpu.early.is_none()
+            && self.switch_early(c, cur.since, item)
+        {
+            return;
+        }
+        self.arms.push((at, c, self.cpus[c as usize].gen));
+    }
+
+    /// CPU `c` runs the interrupt item `irq` (since `since`) that nobody waits for,
+    /// with threads runnable behind it: switch to the first of them now, as the
+    /// pick at the item's end would, so that the end needs no event of its own.
+    /// The interrupt's time is accounted at once and the thread is current from
+    /// that end on. Anything that reaches the CPU before then
+    /// ([`Cpus::settle_early`]) undoes the switch first, so the pick happens as
+    /// if it had waited. Returns false (nothing done) when the thread has no item
+    /// to run.
+    fn switch_early(&mut self, c: u32, since: u64, irq: Item) -> bool {
+        let cpu = &self.cpus[c as usize];
+        let Some(&entry) = cpu.runq.front() else {
+            return false;
+        };
+        let t = entry.2;
+        let th = &self.threads[t as usize];
+        let from_resume = th.resume.is_some();
+        if !from_resume && th.pending.is_empty() {
+            return false;
+        }
+        let early = Early {
+            irq,
+            irq_since: since,
+            entry,
+            from_resume,
+            min_vruntime: cpu.min_vruntime,
+            slice_end: cpu.slice_end,
+            thread_cpu: th.cpu,
+        };
+        self.account(c, Ctx::Irq, since, irq.usr, irq.sys, false);
+        let end = since + irq.len();
+        let cpu = &mut self.cpus[c as usize];
+        cpu.runq.pop_front();
+        cpu.cur = None;
+        self.switch_to(end, c, t);
+        self.cpus[c as usize].early = Some(early);
+        true
+    }
+
+    /// Before anything acts on CPU `c` at `now`: a switch made ahead of time
+    /// ([`Cpus::switch_early`]) stands if its instant has come, and is undone
+    /// otherwise — the interrupt item runs again, unaccounted, with its event, and
+    /// the thread is back in the run queue where it was.
+    fn settle_early(&mut self, now: u64, c: u32) {
+        let Some(e) = self.cpus[c as usize].early.take() else {
+            return;
+        };
+        let end = e.irq_since + e.irq.len();
+        if now >= end {
+            return;
+        }
+        let t = e.entry.2;
+        let cur = self.cpus[c as usize]
+            .cur
+            .expect("early switch: thread current");
+        debug_assert_eq!(cur.ctx, Ctx::Thread(t));
+        let item = cur.item.expect("early switch: thread item");
+        let th = &mut self.threads[t as usize];
+        if e.from_resume {
+            th.resume = Some(item);
+        } else {
+            th.pending.push_front(item);
+        }
+        th.state = State::Runnable;
+        th.cpu = e.thread_cpu;
+        self.unaccount_irq(c, e.irq_since, e.irq.len());
+        let cpu = &mut self.cpus[c as usize];
+        let at = cpu.runq.partition_point(|x| *x < e.entry);
+        cpu.runq.insert(at, e.entry);
+        cpu.min_vruntime = e.min_vruntime;
+        cpu.slice_end = e.slice_end;
+        cpu.cur = Some(Current {
+            ctx: Ctx::Irq,
+            item: Some(e.irq),
+            since: e.irq_since,
+            spinning: false,
+        });
+        cpu.gen += 1;
+        let g = cpu.gen;
+        self.arms.push((end, c, g));
+    }
+
+    /// Take back interrupt time accounted ahead of time on CPU `c`.
+    fn unaccount_irq(&mut self, c: u32, start: u64, len: u64) {
+        self.cpus[c as usize].time.irq -= len;
+        if let Some(tr) = self.trace.as_mut() {
+            if let Some(i) = tr
+                .iter()
+                .rposition(|s| s.cpu == c && s.start == start && s.thread.is_none())
+            {
+                tr.remove(i);
+            }
+        }
     }
 
     /// CPU `c` runs the interrupt item `irq` (since `since`) that nobody waits for,
@@ -871,6 +1011,82 @@ mod tests {
         assert_eq!(c.thread_time(b).sys, 2000);
         assert_eq!(c.thread_time(a).nvcsw, 1);
         assert_eq!(c.cpu_time(0).busy(), 3500);
+    }
+
+    /// CPU 0 takes an interrupt (token 1, 0..300) whose handler wakes thread
+    /// `woken` on the same CPU and goes on with 200 ns of completion work nobody
+    /// waits for (300..500): the thread runs after it.
+    fn completion_wakes_a_thread_behind_it(c: &mut Cpus, woken: ThreadId, tok: u64) {
+        c.irq(0, 0, Item::new(0, 300, 1));
+        assert_eq!(c.next_event(), Some(300));
+        let mut out = Vec::new();
+        c.advance(300, &mut out);
+        assert_eq!(out, vec![1]);
+        c.run(300, woken, Item::new(0, 500, tok));
+        c.continue_on(300, 0, Item::new(0, 200, NO_TOKEN));
+        c.settle(300);
+    }
+
+    #[test]
+    fn a_thread_waiting_behind_completion_work_starts_at_its_end_without_an_event() {
+        let mut c = Cpus::new(1, SchedParams::for_cpus(1));
+        let a = c.add_thread(0, &[]);
+        completion_wakes_a_thread_behind_it(&mut c, a, 3);
+        // The switch at 500 was made ahead of time: the next event is the
+        // thread's item's end.
+        assert_eq!(c.next_event(), Some(1000));
+        let mut log = Vec::new();
+        run_all(&mut c, &mut log);
+        assert_eq!(log, vec![(1000, 3)]);
+        assert_eq!(c.cpu_time(0).irq, 500);
+        assert_eq!(c.cpu_time(0).sys, 500);
+    }
+
+    #[test]
+    fn an_interrupt_before_the_completion_work_ends_goes_first() {
+        let mut c = Cpus::new(1, SchedParams::for_cpus(1));
+        let a = c.add_thread(0, &[]);
+        completion_wakes_a_thread_behind_it(&mut c, a, 3);
+        // Interrupt work queued at 400 runs when the completion work ends
+        // (500..600), before the thread (600..1100).
+        c.irq(400, 0, Item::new(0, 100, 4));
+        let mut log = Vec::new();
+        run_all(&mut c, &mut log);
+        assert_eq!(log, vec![(600, 4), (1100, 3)]);
+        assert_eq!(c.cpu_time(0).irq, 600);
+        assert_eq!(c.cpu_time(0).sys, 500);
+        assert_eq!(c.thread_time(a).nivcsw, 0);
+    }
+
+    #[test]
+    fn a_thread_woken_before_the_completion_work_ends_is_picked_by_vruntime() {
+        let p = SchedParams {
+            slice_ns: 1_000_000,
+            latency_ns: 0,
+            wakeup_gran_ns: 1_000_000,
+        };
+        let mut c = Cpus::new(1, p);
+        let a = c.add_thread(0, &[]);
+        let b = c.add_thread(0, &[]);
+        // `a` has run 1000 ns before (vruntime 1000); `b` never ran.
+        c.run(0, a, Item::new(0, 1000, 9));
+        let mut log = Vec::new();
+        run_all(&mut c, &mut log);
+        assert_eq!(log, vec![(1000, 9)]);
+        let mut c2 = c;
+        let c = &mut c2;
+        c.irq(1000, 0, Item::new(0, 300, 1));
+        let mut out = Vec::new();
+        c.advance(1300, &mut out);
+        assert_eq!(out, vec![1]);
+        c.run(1300, a, Item::new(0, 500, 3));
+        c.continue_on(1300, 0, Item::new(0, 200, NO_TOKEN));
+        c.settle(1300);
+        // `b` wakes at 1400 with the smaller vruntime: at 1500 it runs first.
+        c.run(1400, b, Item::new(0, 100, 4));
+        log.clear();
+        run_all(c, &mut log);
+        assert_eq!(log, vec![(1600, 4), (2100, 3)]);
     }
 
     #[test]

@@ -1,6 +1,18 @@
+//! Quick speed check of the bench workloads, for profiling:
+//! `cargo run --release -p sim --example quickbench -- [HOST] [SIMULATED_MS] [NAME_FILTER]`
+//! (HOST defaults to `free`, SIMULATED_MS to 1000; the filter picks workloads whose
+//! name contains it).
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let host_name = args.first().map_or("free", String::as_str);
+    let ms: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let filter = args.get(2).map_or("", String::as_str);
+    let host = host::host(host_name).expect("a built-in host profile");
     for w in sim::bench::workloads() {
-        let r = sim::bench::run(&w, 1000);
+        if !w.name.contains(filter) {
+            continue;
+        }
+        let r = sim::bench::run_on(&w, ms, &host);
         println!(
             "{}: {} req in {:.3}s wall, {:.0} req/s, peak {:?}",
             r.name,

@@ -3,6 +3,13 @@
 //! Events at the same instant leave in the order they were scheduled (a sequence number
 //! breaks ties), so a run depends only on its inputs and seed, never on hashing,
 //! addresses or thread timing.
+//!
+//! Besides the ordinary events, the queue keeps *slot* events: at most one per slot
+//! number, a new one replacing the pending one ([`EventQueue::push_slot`]). The host
+//! model's CPUs use one slot each: a CPU's next event (its item's end) is rescheduled
+//! far more often than it fires, and a replaced event would only have been skipped
+//! when it came due. Slot events sort among the others by the same (time,
+//! scheduling order) key.
 
 use blk::timeline::Timeline;
 use blk::Ns;
@@ -10,6 +17,8 @@ use blk::Ns;
 /// A priority queue of events ordered by (time, scheduling order).
 pub struct EventQueue<E> {
     due: Timeline<E>,
+    /// Slot events: ((time, order), slot, event), one per slot, unsorted (few).
+    slots: Vec<((Ns, u64), u32, E)>,
     now: Ns,
 }
 
@@ -17,6 +26,7 @@ impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             due: Timeline::new(),
+            slots: Vec::new(),
             now: Ns::ZERO,
         }
     }
@@ -39,21 +49,50 @@ impl<E> EventQueue<E> {
         self.due.push(at.max(self.now), ev);
     }
 
+    /// Schedule `ev` at `at` as slot `slot`'s event, replacing the one pending
+    /// there (if any); a time in the past is moved to now.
+    pub fn push_slot(&mut self, at: Ns, slot: u32, ev: E) {
+        let key = (at.max(self.now), self.due.take_order());
+        match self.slots.iter_mut().find(|e| e.1 == slot) {
+            Some(e) => *e = (key, slot, ev),
+            None => self.slots.push((key, slot, ev)),
+        }
+    }
+
     /// The next event, advancing the clock to its time.
     pub fn pop(&mut self) -> Option<(Ns, E)> {
+        if let Some(i) = self.first_slot() {
+            let key = self.slots[i].0;
+            if self.due.next_order().is_none_or(|q| key < q) {
+                let ((at, _), _, ev) = self.slots.swap_remove(i);
+                self.now = at;
+                return Some((at, ev));
+            }
+        }
         let (at, ev) = self.due.pop()?;
         self.now = at;
         Some((at, ev))
     }
 
+    /// Index of the earliest slot event.
+    fn first_slot(&self) -> Option<usize> {
+        let mut best: Option<(usize, (Ns, u64))> = None;
+        for (i, e) in self.slots.iter().enumerate() {
+            if best.is_none_or(|(_, k)| e.0 < k) {
+                best = Some((i, e.0));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.due.len()
+        self.due.len() + self.slots.len()
     }
 
     /// No pending events.
     pub fn is_empty(&self) -> bool {
-        self.due.is_empty()
+        self.due.is_empty() && self.slots.is_empty()
     }
 }
 
@@ -71,6 +110,24 @@ mod tests {
         let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, vec!['a', 'b', 'c', 'd']);
         assert_eq!(q.now(), Ns(5));
+    }
+
+    #[test]
+    fn slot_events_replace_and_sort_among_the_others() {
+        let mut q = EventQueue::new();
+        q.push(Ns(5), 'a');
+        q.push_slot(Ns(5), 0, 'x'); // replaced below: never leaves
+        q.push_slot(Ns(3), 1, 'b');
+        q.push(Ns(5), 'c');
+        q.push_slot(Ns(5), 0, 'd'); // after c: scheduled later at the same time
+        q.push_slot(Ns(9), 2, 'e');
+        q.push(Ns(7), 'f');
+        assert_eq!(q.len(), 6);
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, vec!['b', 'a', 'c', 'd', 'f', 'e']);
+        q.push_slot(Ns(1), 3, 'g');
+        assert_eq!(q.pop(), Some((Ns(9), 'g')), "the past is now");
+        assert!(q.is_empty());
     }
 
     #[test]

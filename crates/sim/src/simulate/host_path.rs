@@ -763,10 +763,14 @@ impl Simulation {
     /// Arm the CPU and lock events the host model wants.
     pub(super) fn host_arm(&mut self, now: Ns) {
         let Some(h) = self.host.as_mut() else { return };
+        // Contexts left between items by work given outside a CPU event (a
+        // thread woken with nothing to do) settle at the end of the event, too.
+        h.cpus.settle(now.0);
         h.cpus.take_arms(&mut h.arms);
         for (t, c, g) in h.arms.drain(..) {
             if h.cpus.is_current(c, g) {
-                self.events.push(Ns(t).max(now), Ev::Cpu(c, g));
+                // A CPU's newer event supersedes its older one.
+                self.events.push_slot(Ns(t).max(now), c, Ev::Cpu(c, g));
             }
         }
         for l in 0..h.locks.len() {
