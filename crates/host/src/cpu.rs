@@ -424,12 +424,19 @@ impl Cpus {
     /// Work arrives at CPU `c`: a [`NO_TOKEN`] item running without an event
     /// either has ended (it is retired now) or gets its event, so that the CPU
     /// takes the new work when it ends.
+    #[inline]
     fn unlazy(&mut self, now: u64, c: u32) {
-        self.settle_early(now, c);
-        let cpu = &mut self.cpus[c as usize];
-        if !cpu.lazy {
-            return;
+        let cpu = &self.cpus[c as usize];
+        if cpu.early.is_some() {
+            self.settle_early(now, c);
         }
+        if self.cpus[c as usize].lazy {
+            self.retire_lazy(now, c);
+        }
+    }
+
+    fn retire_lazy(&mut self, now: u64, c: u32) {
+        let cpu = &mut self.cpus[c as usize];
         cpu.lazy = false;
         let cur = cpu.cur.expect("lazy item");
         let item = cur.item.expect("lazy item");
@@ -524,7 +531,9 @@ impl Cpus {
         if self.cpus[c as usize].gen != g {
             return;
         }
-        self.settle_early(now, c);
+        if self.cpus[c as usize].early.is_some() {
+            self.settle_early(now, c);
+        }
         let cur = self.cpus[c as usize].cur.expect("event on an idle CPU");
         let item = cur.item.expect("event without an item");
         let end = cur.since + item.len();
