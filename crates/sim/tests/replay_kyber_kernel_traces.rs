@@ -161,3 +161,36 @@ fn low_read_target_with_allocation_times() {
     assert_eq!(depths(&c.depth_changes), [("WRITE", 96), ("WRITE", 72)]);
     assert_eq!(depths(&r.depth_changes), [("WRITE", 96), ("WRITE", 72)]);
 }
+
+/// A request goes to the software queue (kyber's kcq) of the CPU that allocated it
+/// (`rq->mq_ctx`), which `block_getrq` names; the insert event is traced by the CPU
+/// that flushed the plug. In `kyber-lowlat-getrq.txt` every request was allocated
+/// on its insert's CPU; moving the first allocation to CPU 1 moves that request
+/// (and it alone) to CPU 1's kcq.
+#[test]
+fn kcq_is_the_allocating_cpu() {
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/kernel/kyber-lowlat-getrq.txt");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let cpus = |text: &str| -> Vec<u32> {
+        let (_, _, c) = kernel_trace::load(text, "kyber", None);
+        c.ops
+            .iter()
+            .filter_map(|op| match &op.kind {
+                sim::replay::OpKind::Insert(i) => Some(i.cpu),
+                _ => None,
+            })
+            .collect()
+    };
+    let before = cpus(&text);
+    let line = text.lines().find(|l| l.contains(" block_getrq: ")).unwrap();
+    assert!(line.contains("[000]"), "{line}");
+    let moved = text.replacen(line, &line.replacen("[000]", "[001]", 1), 1);
+    let after = cpus(&moved);
+    assert_eq!(before.len(), after.len());
+    let changed: Vec<usize> = (0..before.len())
+        .filter(|&j| before[j] != after[j])
+        .collect();
+    assert_eq!(changed.len(), 1);
+    assert_eq!((before[changed[0]], after[changed[0]]), (0, 1));
+}
