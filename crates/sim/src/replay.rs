@@ -640,6 +640,11 @@ pub struct Replayer {
     /// scheduler timer actually ran: a due timer fires at the first of them not
     /// before its due time (less one jiffy of rounding) instead of exactly at expiry.
     timer_runs: Option<std::sync::Arc<[u64]>>,
+    /// When set (`kernel-trace compare`), the recorded kernel's token-pool depths
+    /// over time (`(t, domain, depth)`, sorted by `t`, each domain's first entry at
+    /// 0): before each op, each domain's pool is set to its latest depth at or
+    /// before the op ([`Elevator::force_pool_depth`]).
+    pool_depths: Option<std::sync::Arc<[(u64, String, u32)]>>,
 }
 
 impl fmt::Debug for Replayer {
@@ -691,6 +696,7 @@ impl Replayer {
             last_t: 0,
             last_jiffies: None,
             timer_runs: None,
+            pool_depths: None,
         })
     }
 
@@ -789,6 +795,28 @@ impl Replayer {
         self.timer_runs = Some(runs.into());
     }
 
+    /// Hold the scheduler's token pools at the recorded kernel's depths
+    /// (`(t, domain, depth)`; each domain's depth at `t` is its latest entry at or
+    /// before `t`, and a domain's depth before its first entry is left alone).
+    pub fn set_pool_depths(&mut self, mut depths: Vec<(u64, String, u32)>) {
+        depths.sort_by_key(|d| d.0);
+        self.pool_depths = Some(depths.into());
+    }
+
+    fn hold_pool_depths(&mut self, t: u64) {
+        let Some(script) = &self.pool_depths else {
+            return;
+        };
+        let upto = script.partition_point(|d| d.0 <= t);
+        let mut seen: Vec<&str> = Vec::new();
+        for (_, domain, depth) in script[..upto].iter().rev() {
+            if !seen.contains(&domain.as_str()) {
+                seen.push(domain);
+                self.elevator.force_pool_depth(domain, *depth);
+            }
+        }
+    }
+
     /// A copy of the replay in its current state (`None` if the scheduler cannot be
     /// copied): [`crate::kernel_trace::compare`] asks a copy for each decision and
     /// keeps the original to follow the kernel's choice, instead of replaying the
@@ -810,6 +838,7 @@ impl Replayer {
             last_t: self.last_t,
             last_jiffies: self.last_jiffies,
             timer_runs: self.timer_runs.clone(),
+            pool_depths: self.pool_depths.clone(),
         })
     }
 
@@ -851,6 +880,7 @@ impl Replayer {
         }
         self.check_jiffies(op.jiffies)?;
         self.fire_timers(op.t);
+        self.hold_pool_depths(op.t);
         self.last_t = op.t;
         let j = self.jiffies_at(op.t, op.jiffies);
         match &op.kind {

@@ -252,6 +252,14 @@ pub trait Elevator {
         false
     }
 
+    /// Replay support (`iosched kernel-trace compare`): set the token pool of
+    /// `domain` (as debugfs names it, `READ`, `WRITE`, ...) to `depth`, as the
+    /// recorded kernel's pool was (kyber's `kyber_adjust` events). Returns false
+    /// when the scheduler has no such pool.
+    fn force_pool_depth(&mut self, _domain: &str, _depth: u32) -> bool {
+        false
+    }
+
     /// When the scheduler wants [`Elevator::timer_fired`] called, if at all.
     fn next_timer(&self) -> Option<Ns> {
         None

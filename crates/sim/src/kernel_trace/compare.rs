@@ -196,13 +196,22 @@ fn forced_ok(r: &mut Replayer, op: &TraceOp, k: u64) -> Result<(), String> {
 /// Replay ops `..end` with every dispatch forced to the kernel's choice and the
 /// refused dispatch runs in `refused` (positions below `end`) replayed as dispatch
 /// calls.
-fn rebuild(c: &Converted, end: usize, refused: &[usize]) -> Result<Replayer, String> {
+/// The token pools are held at `depths`, if given ([`Replayer::set_pool_depths`]).
+fn rebuild_with(
+    c: &Converted,
+    end: usize,
+    refused: &[usize],
+    depths: Option<&[(u64, String, u32)]>,
+) -> Result<Replayer, String> {
     let mut r = new_replayer(c)?;
+    if let Some(d) = depths {
+        r.set_pool_depths(d.to_vec());
+    }
     replay_forced(&mut r, c, 0, end, refused)?;
     Ok(r)
 }
 
-/// Advance `r`, in the state [`rebuild`] gives at `from`, to its state at `end`.
+/// Advance `r`, in the state [`rebuild_with`] gives at `from`, to its state at `end`.
 fn replay_forced(
     r: &mut Replayer,
     c: &Converted,
@@ -232,7 +241,7 @@ fn replay_forced(
     Ok(())
 }
 
-/// The forced replay ([`rebuild`]'s state) kept alongside the comparison, one op at
+/// The forced replay ([`rebuild_with`]'s state) kept alongside the comparison, one op at
 /// a time, with copies of it every [`Forced::EVERY`] ops: a rebuild at the current
 /// position is a copy, one a little earlier a copy and a few ops. Without copies
 /// (a scheduler that cannot be copied) every rebuild replays from the start.
@@ -242,6 +251,9 @@ struct Forced {
     at: usize,
     /// Recent copies, oldest first.
     saved: std::collections::VecDeque<(usize, Replayer)>,
+    /// The token-pool depths its replays are held at, if any
+    /// ([`Replayer::set_pool_depths`]).
+    depths: Option<Vec<(u64, String, u32)>>,
 }
 
 impl Forced {
@@ -249,10 +261,23 @@ impl Forced {
     const KEPT: usize = 8;
 
     fn new(c: &Converted) -> Result<Forced, String> {
+        Self::with_depths(c, None)
+    }
+
+    /// A forced replay whose token pools are held at `depths`.
+    fn with_depths(
+        c: &Converted,
+        depths: Option<Vec<(u64, String, u32)>>,
+    ) -> Result<Forced, String> {
+        let mut r = new_replayer(c)?;
+        if let Some(d) = &depths {
+            r.set_pool_depths(d.clone());
+        }
         Ok(Forced {
-            now: Ok(new_replayer(c)?),
+            now: Ok(r),
             at: 0,
             saved: Default::default(),
+            depths,
         })
     }
 
@@ -289,15 +314,15 @@ impl Forced {
         self.now = if let Some((at, base)) = self.saved.back() {
             match base.try_clone() {
                 Some(mut r) => replay_forced(&mut r, c, *at, pos, refused).map(|_| r),
-                None => rebuild(c, pos, refused),
+                None => rebuild_with(c, pos, refused, self.depths.as_deref()),
             }
         } else {
-            rebuild(c, pos, refused)
+            rebuild_with(c, pos, refused, self.depths.as_deref())
         };
         self.at = pos;
     }
 
-    /// [`rebuild`]`(c, end, refused)`, from the nearest state at or before `end`.
+    /// [`rebuild_with`]`(c, end, refused)`, from the nearest state at or before `end`.
     fn rebuild(&self, c: &Converted, end: usize, refused: &[usize]) -> Result<Replayer, String> {
         if end == self.at {
             if let Some(r) = self.now.as_ref().map_err(Clone::clone)?.try_clone() {
@@ -314,7 +339,7 @@ impl Forced {
                 return Ok(r);
             }
         }
-        rebuild(c, end, refused)
+        rebuild_with(c, end, refused, self.depths.as_deref())
     }
 }
 
@@ -380,6 +405,11 @@ fn swapped(
 }
 
 const DECIDED_BEFORE: &str = "decided before recent inserts/completions";
+/// [`at_kernel_depths`]'s explanation.
+pub const AT_KERNEL_DEPTHS: &str =
+    "chosen at the kernel's token-pool depths (kyber, no allocation times)";
+/// [`try_flushed_at_park`]'s explanation.
+pub const FLUSHED_AT_PARK: &str = "parked earlier, flushed then (kyber)";
 
 /// Does moving decision `i` (kernel chose `k`) earlier or later make us choose `k`?
 /// For "decided before", also the position the decision moved to.
@@ -503,6 +533,50 @@ fn try_parked(
     flight: &(Vec<u32>, u32),
     refused: &[usize],
 ) -> Option<usize> {
+    first_park(c, forced, i, k, from, flight, refused, false)
+}
+
+/// How far apart (ns) two inserts of one CPU may be traced and still come from one
+/// insert call (`blk_mq_insert_requests` → the scheduler's `insert_requests` with a
+/// plugged list, `trace_block_rq_insert` per request inside its loop). blk-mq runs
+/// the queue only after the whole list is inserted, so no dispatch decision falls
+/// between them. Unverified: chosen from `kyber-throttle.txt`, where a CPU's
+/// back-to-back inserts are 0–1 µs apart (2214 pairs, the plugged batches) or at
+/// least 4 µs (147, one `io_submit` each).
+pub const INSERT_CALL_GAP_NS: u64 = 2_000;
+
+/// Is op `q` inside one insert call: an insert followed by an insert of the same
+/// CPU and task traced within [`INSERT_CALL_GAP_NS`] ([`INSERT_CALL_GAP_NS`])?
+fn inside_insert_call(c: &Converted, q: usize) -> bool {
+    let (Some(a), Some(b)) = (c.ops.get(q), c.ops.get(q + 1)) else {
+        return false;
+    };
+    match (&a.kind, &b.kind) {
+        (OpKind::Insert(x), OpKind::Insert(y)) => {
+            x.pid == y.pid
+                && c.cpu[q].is_some()
+                && c.cpu[q] == c.cpu[q + 1]
+                && b.t.saturating_sub(a.t) <= INSERT_CALL_GAP_NS
+        }
+        _ => false,
+    }
+}
+
+/// The first op `q` in `from..i - 1` right after which every driver tag was held
+/// and our scheduler, asked there, chooses `k` ([`try_parked`]). With
+/// `whole_calls`, instants inside one insert call ([`inside_insert_call`]) are not
+/// queue runs and are skipped.
+#[allow(clippy::too_many_arguments)]
+fn first_park(
+    c: &Converted,
+    forced: &Forced,
+    i: usize,
+    k: u64,
+    from: usize,
+    flight: &(Vec<u32>, u32),
+    refused: &[usize],
+    whole_calls: bool,
+) -> Option<usize> {
     let (counts, full) = flight;
     let end = i.saturating_sub(1);
     if from >= end {
@@ -514,7 +588,7 @@ fn try_parked(
     let mut r = forced.rebuild(c, from, refused).ok()?;
     for q in from..end {
         replay_forced(&mut r, c, q, q + 1, refused).ok()?;
-        if tags_held(c, counts, q) < *full {
+        if tags_held(c, counts, q) < *full || (whole_calls && inside_insert_call(c, q)) {
             continue;
         }
         let mut probe = r.try_clone()?;
@@ -524,6 +598,134 @@ fn try_parked(
         };
         if matches!(probe.apply(&op), Ok(Some(Some(got))) if got == k) {
             return Some(q);
+        }
+    }
+    None
+}
+
+/// The kernel's token-pool depths over time, for a kyber recording without
+/// allocation times whose kernel resized a pool: each pool's depth at the start
+/// (ours, before any op: the kernel's defaults) and the recorded `kyber_adjust`
+/// changes. `None` otherwise. Kyber's total latency starts at the request's
+/// allocation (`start_time_ns`); without `block_getrq` the trace gives the insert,
+/// which for a plugged batch is later, so our timer's percentiles — and the depth
+/// it sets — can differ from the kernel's by a bucket though both see the same
+/// completions (`kyber-lowlat.txt`). The depth changes are reported on their own
+/// ([`CompareReport::depth_changes`]).
+fn kernel_depths(c: &Converted, r: &Replayer) -> Option<Vec<(u64, String, u32)>> {
+    let has_alloc = c
+        .ops
+        .iter()
+        .any(|op| matches!(&op.kind, OpKind::Insert(ins) if ins.alloc_t.is_some()));
+    let start = pool_depths(r);
+    if has_alloc || c.depth_changes.is_empty() || start.is_empty() {
+        return None;
+    }
+    let mut d: Vec<(u64, String, u32)> = start.into_iter().map(|(dom, n)| (0, dom, n)).collect();
+    d.extend(
+        c.depth_changes
+            .iter()
+            .map(|x| (x.t, x.domain.clone(), x.depth)),
+    );
+    Some(d)
+}
+
+/// "Chosen at the kernel's token-pool depths": on a recording without allocation
+/// times ([`kernel_depths`]), the forced replay with the pools held at the
+/// kernel's depths chooses `k` at decision `i` (or a request the kernel issued
+/// within the swap window, as "issue order swapped" allows). The comparison goes on
+/// at our own depths: each such decision is tried on its own.
+fn at_kernel_depths(
+    c: &Converted,
+    f: &Forced,
+    i: usize,
+    k: u64,
+    o: &CompareOptions,
+    refused: &[usize],
+) -> bool {
+    let Ok(mut r) = f.rebuild(c, i, refused) else {
+        return false;
+    };
+    match r.apply(&c.ops[i]) {
+        Ok(Some(Some(got))) => got == k || swapped(c, i, Some(got), o).is_some(),
+        _ => false,
+    }
+}
+
+/// Kyber's count of kcq flushes (debugfs `flushes`); `None` for a scheduler
+/// without flushed lists.
+fn flush_count(r: &Replayer) -> Option<u64> {
+    r.elevator()
+        .debugfs()
+        .into_iter()
+        .find(|(key, _)| key == "flushes")
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+/// "Parked earlier, flushed then" (kyber): an earlier dispatch `j` whose forced
+/// replay flushed the kcqs, with its request inserted inside the window, was taken
+/// by the kernel at a queue run that found the driver full and parked it
+/// ([`try_parked`]'s mechanism: `kyber_dispatch_cur_domain` flushes and takes the
+/// request in one call, before `blk_mq_dispatch_rq_list` finds no driver tag). The
+/// flush then carried only what the kcqs held at that run, while ours, at the issue
+/// event, also carried what was inserted since, so a later decision finds a
+/// different flushed list, however many issues later. The issue agreed, so the
+/// rule is tried from the disagreement back: the latest flushing dispatch (within
+/// the forced replay's oldest copy) that, moved to its first full-driver queue run
+/// after its insert at which ours chooses its request too (instants inside one
+/// insert call excluded: [`inside_insert_call`]), makes ours choose `k` at `i`.
+/// Returns `(j, s)`: dispatch `j` moves to position `s`.
+fn try_flushed_at_park(
+    c: &Converted,
+    forced: &Forced,
+    i: usize,
+    k: u64,
+    o: &CompareOptions,
+    flight: &(Vec<u32>, u32),
+    refused: &[usize],
+) -> Option<(usize, usize)> {
+    let lo = forced.oldest();
+    if lo >= i {
+        return None;
+    }
+    let mut r = forced.rebuild(c, lo, refused).ok()?;
+    flush_count(&r)?;
+    let mut flushing = Vec::new();
+    for j in lo..i {
+        let before = flush_count(&r);
+        replay_forced(&mut r, c, j, j + 1, refused).ok()?;
+        if matches!(c.ops[j].kind, OpKind::Dispatch)
+            && c.expected[j].is_some()
+            && flush_count(&r) != before
+        {
+            flushing.push(j);
+        }
+    }
+    for &j in flushing.iter().rev() {
+        let Some(kj) = c.expected[j] else { continue };
+        let Some(ins) =
+            (lo..j).rfind(|&p| matches!(&c.ops[p].kind, OpKind::Insert(x) if x.id == kj))
+        else {
+            continue;
+        };
+        let Some(q) = first_park(c, forced, j, kj, ins, flight, refused, true) else {
+            continue;
+        };
+        let s = q + 1;
+        let order = std::iter::once(j).chain(s..j).chain(j + 1..i);
+        let Some(mut probe) = replay_order(c, forced, s, order, refused) else {
+            continue;
+        };
+        let op = TraceOp {
+            kind: OpKind::Dispatch,
+            ..c.ops[i].clone()
+        };
+        // The decision at `i` may still be an issue-order swap inside the
+        // corrected flushed list.
+        if let Ok(Some(Some(got))) = probe.apply(&op) {
+            if got == k || swapped(c, i, Some(got), o).is_some() {
+                return Some((j, s));
+            }
         }
     }
     None
@@ -602,34 +804,33 @@ fn try_reorder(
 }
 
 /// How close (ns) an insert on another CPU may be traced after a completion for the
-/// two to count as unordered. Each CPU stamps its events with its own clock read
-/// (`trace_clock_local`), and the completion's task goes on to the scheduler's
-/// `finish_request` after its `block_rq_complete` event, so across CPUs an order
-/// this close is not the order the scheduler saw them in. Unverified: chosen to
-/// cover the one case in the recordings (`bfq-stable4cg.txt`).
-pub const COMPLETION_LAG_NS: u64 = 1_000;
+/// two to count as unordered. The completion's task reaches the scheduler's
+/// `finish_request` (BFQ: `bfq_finish_requeue_request`, which logs `put_queue`)
+/// only after its `block_rq_complete` event, and another CPU's insert can take the
+/// scheduler's lock in between. Measured on three recordings with BFQ's log (the
+/// seed-4 command, 4096 completions each): the gap from `block_rq_complete` to the
+/// same CPU's `put_queue` is 0–3 µs for most completions, 12–14 µs for a second
+/// group, and at most 15 µs for 97.4–98.7 %.
+pub const COMPLETION_LAG_NS: u64 = 15_000;
 
-/// "Completed with other-CPU inserts": is there a completion among the last
-/// inserts/completions before decision `i`, followed by inserts of *another* CPU
+/// "Completed with other-CPU inserts": is there a completion before decision `i`
+/// (back to the forced replay's oldest copy), followed by inserts of *another* CPU
 /// traced within [`COMPLETION_LAG_NS`] of it, such that replaying the completion
 /// after those inserts makes us choose `k`? Returns `(p, q)`: the completion at op
-/// `p` moves to just after op `q`.
+/// `p` moves to just after op `q`. The look-back is not the explanation window: the
+/// order BFQ saw changes state whose effect shows decisions later (an inject-limit
+/// sample started with the injected request still counted in the driver).
 fn try_completion_lag(
     c: &Converted,
     forced: &Forced,
     i: usize,
     k: u64,
-    o: &CompareOptions,
     refused: &[usize],
 ) -> Option<(usize, usize)> {
-    let mut seen = 0;
+    let lo = forced.oldest();
     let mut p = i;
-    while p > 0 && seen < o.window {
+    while p > lo {
         p -= 1;
-        if matches!(c.ops[p].kind, OpKind::Dispatch) {
-            continue;
-        }
-        seen += 1;
         if !matches!(c.ops[p].kind, OpKind::Complete { .. }) {
             continue;
         }
@@ -806,6 +1007,13 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
     // costs a copy rather than a replay of the whole prefix: linear, whatever the
     // share of disagreements (comparing against another scheduler than recorded).
     let mut forced = Forced::new(c)?;
+    // Kyber on a recording without allocation times: a second forced replay with
+    // the pools held at the kernel's depths ([`kernel_depths`]).
+    let has_flushes = flush_count(&r).is_some();
+    let mut forced_k = match kernel_depths(c, &r) {
+        Some(d) => Some(Forced::with_depths(c, Some(d))?),
+        None => None,
+    };
     let flight = in_flight(c);
     let geo = geometries(c);
     let inserted_at: rustc_hash::FxHashMap<u64, usize> = c
@@ -825,6 +1033,9 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
         if i > 0 {
             note_depths(&r, c.ops[i - 1].t, &mut depths, &mut rep.depth_changes);
             forced.advance(c, i, &refused);
+            if let Some(f) = &mut forced_k {
+                f.advance(c, i, &refused);
+            }
         }
         while let Some(&w) = c.refusals.get(next_refusal).filter(|&&(a, _)| a <= i) {
             open.push(w);
@@ -937,12 +1148,25 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
                 explanation = Some("issued late (decided before the other CPU's events)");
             }
         }
+        if explanation.is_none() && o.explain && has_flushes {
+            moved = try_flushed_at_park(c, &forced, i, k, o, &flight, &refused);
+            if moved.is_some() {
+                explanation = Some(FLUSHED_AT_PARK);
+            }
+        }
         let mut lag = None;
         let mut swap_kept = false;
         if explanation.is_none() && o.explain {
-            lag = try_completion_lag(c, &forced, i, k, o, &refused);
+            lag = try_completion_lag(c, &forced, i, k, &refused);
             if lag.is_some() {
                 explanation = Some("completed with other-CPU inserts");
+            }
+        }
+        if explanation.is_none() && o.explain {
+            if let Some(f) = &forced_k {
+                if at_kernel_depths(c, f, i, k, o, &refused) {
+                    explanation = Some(AT_KERNEL_DEPTHS);
+                }
             }
         }
         // Two dispatchers racing: the kernel decided ours first, the other CPU's issue
@@ -988,6 +1212,9 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
                 rep.reordered += 1;
             }
             forced.rewind(&work, s, &refused);
+            if let Some(f) = &mut forced_k {
+                f.rewind(&work, s, &refused);
+            }
         }
         if let Some((p, q)) = lag {
             move_later(&mut work, &mut perm, p, q);
@@ -1004,9 +1231,15 @@ pub fn compare(c: &Converted, o: &CompareOptions) -> Result<CompareReport, Strin
             }
             rep.completions_moved += 1;
             forced.rewind(&work, p, &refused);
+            if let Some(f) = &mut forced_k {
+                f.rewind(&work, p, &refused);
+            }
         }
         let c = &work;
         forced.advance(c, i + 1, &refused);
+        if let Some(f) = &mut forced_k {
+            f.advance(c, i + 1, &refused);
+        }
         match forced.rebuild(c, i + 1, &refused) {
             Ok(nr) => r = nr,
             Err(e) => {
@@ -1078,6 +1311,56 @@ mod tests {
              fio-100     [000] .....   100.000023: block_rq_issue: 7,0 WS 4096 () 1100 + 8 be,0,4 [fio]
      ksoftirqd/0-14      [000] ..s..   100.000030: block_rq_complete: 7,0 WS () 800 + 8 be,0,4 [0]
 ";
+
+    /// Kyber, writes of one task, two driver tags (the most the trace has in
+    /// flight). W3 (sector 1000) is inserted while both tags are busy and W4 (1100)
+    /// 10 µs later, in another insert call; a completion frees a tag and W3 is
+    /// issued. W5 (1200) is inserted on CPU 0 and issued next; W4 never is.
+    /// `{W4_GAP}` is the time W4's insert is traced at.
+    const FLUSH_AT_PARK: &str = "\
+# iosched: format=kernel-trace 1
+# iosched: hz=250
+# iosched: dev=7,0
+# iosched: sched=kyber
+             fio-100     [001] ...1.   100.000010: block_rq_insert: 7,0 WS 4096 () 800 + 8 be,0,4 [fio]
+             fio-100     [001] ...1.   100.000011: block_rq_insert: 7,0 WS 4096 () 900 + 8 be,0,4 [fio]
+             fio-100     [001] .....   100.000020: block_rq_issue: 7,0 WS 4096 () 800 + 8 be,0,4 [fio]
+             fio-100     [001] .....   100.000021: block_rq_issue: 7,0 WS 4096 () 900 + 8 be,0,4 [fio]
+             fio-100     [001] ...1.   100.000030: block_rq_insert: 7,0 WS 4096 () 1000 + 8 be,0,4 [fio]
+             fio-100     [001] ...1.   {W4_GAP}: block_rq_insert: 7,0 WS 4096 () 1100 + 8 be,0,4 [fio]
+     ksoftirqd/0-14      [000] ..s..   100.000050: block_rq_complete: 7,0 WS () 800 + 8 be,0,4 [0]
+    kworker/1:1H-44      [001] .....   100.000051: block_rq_issue: 7,0 WS 4096 () 1000 + 8 be,0,4 [kworker/1:1H]
+             fio-100     [000] ...1.   100.000060: block_rq_insert: 7,0 WS 4096 () 1200 + 8 be,0,4 [fio]
+     ksoftirqd/0-14      [000] ..s..   100.000070: block_rq_complete: 7,0 WS () 900 + 8 be,0,4 [0]
+    kworker/0:1H-45      [000] .....   100.000071: block_rq_issue: 7,0 WS 4096 () 1200 + 8 be,0,4 [kworker/0:1H]
+";
+
+    /// "Parked earlier, flushed then": ours agrees on W3, but its flush at W3's
+    /// issue also carries W4, so at W5's issue ours takes W4 from the flushed list
+    /// where the kernel's list was empty and its flush (CPU 0 first) gave W5. The
+    /// kernel took W3 at the queue run after its insert (the driver full) and
+    /// parked it: flushed then, the list held W3 alone. Moved there, ours chooses
+    /// W5. With W4 inserted 1 µs after W3 (one insert call: no queue run between),
+    /// the first park instant is after W4's insert and the flush carries both: not
+    /// explained.
+    #[test]
+    fn kyber_flush_at_the_park_instant() {
+        let run = |w4: &str| {
+            let text = FLUSH_AT_PARK.replace("{W4_GAP}", w4);
+            let (_, _, c) = super::super::load(&text, "kyber", None);
+            compare(&c, &CompareOptions::default()).unwrap()
+        };
+        let rep = run("100.000040");
+        assert_eq!((rep.decisions, rep.exact, rep.explained), (4, 3, 1));
+        let d = &rep.disagreements[0];
+        assert_eq!((d.decision, d.kernel, d.ours), (3, 5, Some(4)));
+        assert_eq!(d.explanation, Some(FLUSHED_AT_PARK));
+        assert_eq!(rep.reordered, 1);
+        let rep = run("100.000031");
+        assert_eq!((rep.decisions, rep.exact, rep.explained), (4, 3, 0));
+        assert_eq!(rep.disagreements[0].ours, Some(4));
+        assert_eq!(rep.disagreements[0].explanation, None);
+    }
 
     /// Tags held after an issue count the *other* CPU's issues traced right after
     /// it in the same run (pulled, tags taken, issue events still to come), not the

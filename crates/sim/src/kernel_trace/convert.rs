@@ -139,7 +139,12 @@ fn flags_of(e: &BlockEvent) -> ReqFlags {
 /// unmatched one in its direction at its start sector, else (a front merge in the
 /// plug moved the start) inside its range. Allocations whose request was merged at
 /// insert (no insert event) stay unmatched and are passed over by newer ones.
-fn take_allocation(allocated: &mut Vec<&BlockEvent>, dir: Dir, insert: &BlockEvent) -> Option<u64> {
+/// Returns the allocation's time and CPU.
+fn take_allocation(
+    allocated: &mut Vec<&BlockEvent>,
+    dir: Dir,
+    insert: &BlockEvent,
+) -> Option<(u64, u32)> {
     let same = |g: &&BlockEvent| g.dir() == Some(dir);
     let pos = allocated
         .iter()
@@ -149,7 +154,8 @@ fn take_allocation(allocated: &mut Vec<&BlockEvent>, dir: Dir, insert: &BlockEve
                 .iter()
                 .rposition(|g| same(g) && g.sector > insert.sector && g.sector < insert.end())
         })?;
-    Some(allocated.remove(pos).ts_ns)
+    let g = allocated.remove(pos);
+    Some((g.ts_ns, g.cpu))
 }
 
 /// Convert `kt` (events of device `dev`, or the first device seen) into a conformance
@@ -343,8 +349,12 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                     allocated.push(g);
                     next_getrq += 1;
                 }
-                let alloc_t =
-                    take_allocation(&mut allocated, dir, e).map(|ts| ts.saturating_sub(t0).min(t));
+                let alloc = take_allocation(&mut allocated, dir, e);
+                let alloc_t = alloc.map(|(ts, _)| ts.saturating_sub(t0).min(t));
+                // The software queue (kyber's kcq) is the allocating CPU's
+                // (`rq->mq_ctx`, set in `__blk_mq_alloc_requests`), not the CPU
+                // that flushed the plug and traced the insert.
+                let queue_cpu = alloc.map_or(e.cpu, |(_, cpu)| cpu);
                 let at_head = match requeued
                     .iter()
                     .position(|&(d, s)| d == dir && s == e.sector)
@@ -375,7 +385,7 @@ pub fn convert(kt: &KernelTrace, sched: &str, hz: u32, fit: &JiffiesFit) -> Conv
                     level: e.level.min(7),
                     at_head,
                     pid: e.pid.max(1),
-                    cpu: e.cpu.min(7),
+                    cpu: queue_cpu.min(7),
                     cgroup: cgroup_of(e),
                     flags: flags_of(e),
                     alloc_t,

@@ -299,6 +299,10 @@ pub struct Kyber {
     throttled: [u64; NUM_DOMAINS],
     /// Forced dispatches that found no free token (replay support).
     forced_without_token: u64,
+    /// Flushes of the kcqs (or, pre-4.18, the software queues) into the flushed
+    /// lists, for debugfs: the kernel-trace comparison finds the dispatches that
+    /// flushed by it.
+    flushes: u64,
 }
 
 impl Kyber {
@@ -337,6 +341,7 @@ impl Kyber {
             adjustments: 0,
             throttled: [0; NUM_DOMAINS],
             forced_without_token: 0,
+            flushes: 0,
         }
     }
 
@@ -480,6 +485,7 @@ impl Kyber {
     /// `kyber_flush_busy_kcqs`: append every busy kcq's list for `d` (ascending CPU) to
     /// the hctx list.
     pub fn flush_busy_kcqs(&mut self, hctx: usize, d: usize) {
+        self.flushes += 1;
         let khd = &mut self.khd[hctx];
         let Khd {
             rqs, kcqs, kcq_map, ..
@@ -490,6 +496,7 @@ impl Kyber {
     /// pre-4.18 `kyber_flush_busy_ctxs`: move all requests of all busy software queues
     /// (ascending CPU, each in order) to the hctx list of their domain.
     fn flush_busy_ctxs(&mut self, hctx: usize) {
+        self.flushes += 1;
         let Khd {
             rqs,
             ctx_lists,
@@ -958,6 +965,18 @@ impl Elevator for Kyber {
         self.force_dispatch_rq(ctx, rq)
     }
 
+    /// Replay support: `kyber_resize_domain` to the recorded kernel's depth.
+    fn force_pool_depth(&mut self, domain: &str, depth: u32) -> bool {
+        let Some(d) = Domain::ALL
+            .iter()
+            .find(|d| d.name().eq_ignore_ascii_case(domain))
+        else {
+            return false;
+        };
+        self.resize_domain(d.idx(), depth);
+        true
+    }
+
     /// `kyber_has_work`: flushed requests, or busy kcqs (pre-4.18: busy software
     /// queues).
     fn has_work(&self, ctx: &ElvCtx) -> bool {
@@ -1137,6 +1156,7 @@ impl Elevator for Kyber {
             out.push((format!("{p}batching"), khd.batching.to_string()));
         }
         out.push(("depth_adjustments".into(), self.adjustments.to_string()));
+        out.push(("flushes".into(), self.flushes.to_string()));
         if self.forced_without_token > 0 {
             out.push((
                 "forced_without_token".into(),
