@@ -113,6 +113,27 @@ fn a_sweep_is_one_table_resumable_and_the_same_however_it_is_split() {
         stderr(&again)
     );
 
+    // A sweep killed while writing a run's record leaves a torn record: the
+    // re-run does not count it, runs that run again and gives the same table.
+    let log = full.join("runs").join("shard-0-of-1.log");
+    let whole = std::fs::read(&log).unwrap();
+    let last = whole
+        .windows(5)
+        .rposition(|w| w == b"#run ")
+        .expect("a record");
+    std::fs::write(&log, &whole[..last + (whole.len() - last) / 2]).unwrap();
+    let again = iosched(&["sweep", s(&grid), "--out", s(&full), "--jobs", "1"]);
+    assert!(
+        stderr(&again).contains("(1 run now, 5 already done"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(full.join("results.csv")).unwrap(),
+        table
+    );
+    assert_eq!(std::fs::read(&log).unwrap().len(), whole.len());
+
     // Two shards, one thread each, merged: byte for byte the same table.
     for i in 0..2 {
         let shard = format!("{i}/2");

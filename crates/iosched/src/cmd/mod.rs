@@ -17,3 +17,4 @@ pub mod serve;
 pub mod signals;
 pub mod sim_opts;
 pub mod sweep;
+mod sweep_log;

@@ -29,8 +29,8 @@ pub struct Args {
     pub merge: Option<MergeCmd>,
     /// The grid file (TOML; see docs/sweeps.md).
     pub grid: Option<String>,
-    /// Directory for the results: `results.csv` and one file per finished run
-    /// under `runs/` (what a re-run skips).
+    /// Directory for the results: `results.csv`, and the finished runs in
+    /// `runs/` (what a re-run skips).
     #[arg(long, value_name = "DIR", default_value = "sweep-out")]
     pub out: String,
     /// Runs at once (default: the machine's cores).
@@ -486,11 +486,13 @@ pub fn run(args: Args) -> Result<()> {
         .with_context(|| format!("cannot create '{}'", runs_dir.display()))?;
     let head = csv_line(&header(&grid));
     let mine: Vec<&Run> = runs.iter().filter(|r| r.index % shards == shard).collect();
+    let done = super::sweep_log::read_all(&runs_dir)?;
     let todo: Vec<&Run> = mine
         .iter()
         .copied()
-        .filter(|r| !runs_dir.join(format!("{}.csv", run_key(&grid, r))).exists())
+        .filter(|r| !done.contains_key(&run_key(&grid, r)))
         .collect();
+    let log = super::sweep_log::RunLog::open(&runs_dir, shard, shards)?;
     let bar = indicatif::ProgressBar::new(todo.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("sweep [{bar:40}] {pos}/{len} runs (eta {eta})")
@@ -513,7 +515,7 @@ pub fn run(args: Args) -> Result<()> {
                 for row in rows(r, &result) {
                     text.push_str(&csv_line(&row));
                 }
-                write_atomic(&runs_dir.join(format!("{}.csv", run_key(&grid, r))), &text)?;
+                log.append(&run_key(&grid, r), &text)?;
                 bar.inc(1);
                 Ok((!ok, simulated, text))
             })
@@ -532,13 +534,10 @@ pub fn run(args: Args) -> Result<()> {
     for r in &mine {
         let text = match done_now.get(&r.index) {
             Some(t) => std::borrow::Cow::Borrowed(*t),
-            None => {
-                let f = runs_dir.join(format!("{}.csv", run_key(&grid, r)));
-                match std::fs::read_to_string(&f) {
-                    Ok(t) => std::borrow::Cow::Owned(t),
-                    Err(_) => continue,
-                }
-            }
+            None => match done.get(&run_key(&grid, r)) {
+                Some(t) => std::borrow::Cow::Borrowed(t.as_str()),
+                None => continue,
+            },
         };
         table.extend(text.lines().skip(1).map(|l| format!("{l}\n")));
     }
@@ -715,26 +714,24 @@ fn merge(out: &str, dirs: &[String]) -> Result<()> {
     let mut seen = std::collections::BTreeSet::new();
     for d in dirs {
         let runs = Path::new(d).join("runs");
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&runs)
-            .with_context(|| format!("'{}' is not a sweep directory (no runs/)", d))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "csv"))
-            .collect();
-        files.sort();
-        for f in files {
-            let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
-            if !seen.insert(name) {
+        if !runs.is_dir() {
+            bail!("'{}' is not a sweep directory (no runs/)", d);
+        }
+        let found = super::sweep_log::read_all(&runs)?;
+        let mut keys: Vec<&String> = found.keys().collect();
+        keys.sort();
+        for key in keys {
+            if !seen.insert(key.clone()) {
                 continue; // the same run in two directories
             }
-            let text = std::fs::read_to_string(&f)
-                .with_context(|| format!("cannot read '{}'", f.display()))?;
+            let text = &found[key];
             let mut lines = text.lines();
             let h = lines.next().unwrap_or_default().to_string();
             match &head {
                 None => head = Some(h),
                 Some(x) if *x != h => bail!(
-                    "{}: its columns differ from the other runs' (runs of different grids?)",
-                    f.display()
+                    "{}: run {key}: its columns differ from the other runs' (runs of different grids?)",
+                    runs.display()
                 ),
                 _ => {}
             }
@@ -742,7 +739,9 @@ fn merge(out: &str, dirs: &[String]) -> Result<()> {
                 let idx = csv_split(l)
                     .first()
                     .and_then(|s| s.parse::<usize>().ok())
-                    .with_context(|| format!("{}:{}: no run index", f.display(), n + 2))?;
+                    .with_context(|| {
+                        format!("{}: run {key}, row {}: no run index", runs.display(), n + 1)
+                    })?;
                 rows.push((idx, format!("{l}\n")));
             }
         }
