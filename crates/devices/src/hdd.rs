@@ -185,7 +185,7 @@ impl HddParams {
                 "expected track_to_track_ms < average_seek_ms < full_stroke_ms",
             ));
         }
-        if let Err(m) = SeekCurve::fit(&p) {
+        if let Err(m) = SeekCurve::fitted(&p) {
             return Err(d.err("average_seek_ms", m));
         }
         if p.write_cache && (p.write_cache_kib < 4 || p.write_cache_extents == 0) {
@@ -548,6 +548,28 @@ impl SeekCurve {
         }
     }
 
+    /// [`SeekCurve::fit`], once per process for each set of figures: validating a
+    /// profile fits its curve, and every drive built from it (each run, each RAID
+    /// member) needs the same curve again. The fit is ~250,000 evaluations.
+    fn fitted(p: &HddParams) -> Result<SeekCurve, String> {
+        type Key = (u64, u64, u64, u32);
+        static FITTED: std::sync::Mutex<Vec<(Key, Result<SeekCurve, String>)>> =
+            std::sync::Mutex::new(Vec::new());
+        let key = (
+            p.track_to_track_ms.to_bits(),
+            p.average_seek_ms.to_bits(),
+            p.full_stroke_ms.to_bits(),
+            p.cylinders,
+        );
+        let mut memo = FITTED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, r)) = memo.iter().find(|(k, _)| *k == key) {
+            return r.clone();
+        }
+        let r = SeekCurve::fit(p);
+        memo.push((key, r.clone()));
+        r
+    }
+
     /// Fit to the datasheet figures (ns); an error says why it cannot be.
     fn fit(p: &HddParams) -> Result<SeekCurve, String> {
         let t1 = p.track_to_track_ms * 1e6;
@@ -808,7 +830,7 @@ impl Hdd {
     /// A fresh drive called `name`, spun up with its phase from the seed.
     pub fn new(name: &str, p: HddParams) -> Hdd {
         let geo = Geometry::new(&p);
-        let seek = SeekCurve::fit(&p).expect("validated profile");
+        let seek = SeekCurve::fitted(&p).expect("validated profile");
         let phase_ns = splitmix(p.seed) % geo.rev_ns;
         let info = DeviceInfo {
             name: name.to_string(),
