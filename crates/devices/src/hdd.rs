@@ -441,12 +441,23 @@ impl Geometry {
         let zi = self.zone_of(lba);
         let z = &self.zones[zi];
         let off = lba - z.first_lba;
-        let track = off / z.spt as u64;
+        // 32-bit division where the offset fits (the quotient is the same; the
+        // instruction is shorter), and the head by mask when there are 2^k.
+        let (track, sector) = match u32::try_from(off) {
+            Ok(o) => ((o / z.spt) as u64, o % z.spt),
+            Err(_) => (off / z.spt as u64, (off % z.spt as u64) as u32),
+        };
+        let heads = self.heads as u64;
+        let (cyl, head) = if heads.is_power_of_two() {
+            (track >> heads.trailing_zeros(), track & (heads - 1))
+        } else {
+            (track / heads, track % heads)
+        };
         Place {
-            cyl: z.first_cyl + (track / self.heads as u64) as u32,
-            head: (track % self.heads as u64) as u16,
+            cyl: z.first_cyl + cyl as u32,
+            head: head as u16,
             zone: zi as u16,
-            sector: (off % z.spt as u64) as u32,
+            sector,
         }
     }
 
@@ -961,15 +972,19 @@ impl Hdd {
     fn cached(&self, lba: u64, end: u64, t: Ns) -> Option<usize> {
         let seg_sectors = self.p.segment_kib as u64 * 2;
         // The segment being read ahead into is valid as far as the stream got.
-        let live = self.stream.map(|st| (st.seg, st.valid_end(t)));
+        let (live, live_end) = match self.stream {
+            Some(st) => (st.seg, st.valid_end(t)),
+            None => (usize::MAX, 0),
+        };
+        debug_assert!(lba < end && end < 1 << 62);
         self.segments.iter().enumerate().position(|(i, s)| {
-            let valid = match live {
-                Some((seg, v)) if seg == i => v,
-                _ => s.end,
-            };
+            let valid = if i == live { live_end } else { s.end };
             let start = s.start.max(valid.saturating_sub(seg_sectors));
-            // Non-short-circuit: usually no segment holds it, at random.
-            (valid > start) & (lba >= start) & (end <= valid)
+            // `start <= lba && end <= valid` (so `start < valid`, as `lba < end`) as
+            // one sign test, without branches: usually no segment holds the read,
+            // and compared one by one the outcomes are random. Sector numbers are
+            // far below 2^63.
+            (lba.wrapping_sub(start) | valid.wrapping_sub(end)) >> 63 == 0
         })
     }
 
