@@ -185,7 +185,7 @@ impl HddParams {
                 "expected track_to_track_ms < average_seek_ms < full_stroke_ms",
             ));
         }
-        if let Err(m) = SeekCurve::fit(&p) {
+        if let Err(m) = SeekCurve::fitted(&p) {
             return Err(d.err("average_seek_ms", m));
         }
         if p.write_cache && (p.write_cache_kib < 4 || p.write_cache_extents == 0) {
@@ -365,6 +365,16 @@ struct Pos {
     angle: u32,
 }
 
+/// Where a sector lives, without the angle ([`Pos`] less what only a
+/// rotational wait needs).
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    cyl: u32,
+    head: u16,
+    zone: u16,
+    sector: u32,
+}
+
 /// Zones, skews and the LBA mapping.
 #[derive(Clone, Debug)]
 struct Geometry {
@@ -424,52 +434,80 @@ impl Geometry {
         .min(self.zones.len() - 1)
     }
 
-    fn locate(&self, lba: u64) -> Pos {
+    /// Where `lba` (clamped to the disk) lies, without its angle: what moving the
+    /// head there needs.
+    fn place(&self, lba: u64) -> Place {
         let lba = lba.min(self.total_sectors - 1);
         let zi = self.zone_of(lba);
         let z = &self.zones[zi];
         let off = lba - z.first_lba;
-        let track = off / z.spt as u64;
-        let sector = (off % z.spt as u64) as u32;
-        let cyl = z.first_cyl + (track / self.heads as u64) as u32;
-        let head = (track % self.heads as u64) as u16;
+        // 32-bit division where the offset fits (the quotient is the same; the
+        // instruction is shorter), and the head by mask when there are 2^k.
+        let (track, sector) = match u32::try_from(off) {
+            Ok(o) => ((o / z.spt) as u64, o % z.spt),
+            Err(_) => (off / z.spt as u64, (off % z.spt as u64) as u32),
+        };
+        let heads = self.heads as u64;
+        let (cyl, head) = if heads.is_power_of_two() {
+            (track >> heads.trailing_zeros(), track & (heads - 1))
+        } else {
+            (track / heads, track % heads)
+        };
+        Place {
+            cyl: z.first_cyl + cyl as u32,
+            head: head as u16,
+            zone: zi as u16,
+            sector,
+        }
+    }
+
+    fn locate(&self, lba: u64) -> Pos {
+        let Place {
+            cyl,
+            head,
+            zone,
+            sector,
+        } = self.place(lba);
+        let spt = self.zones[zone as usize].spt as u64;
         let skew = (cyl as u64 * ((self.heads as u64 - 1) * self.head_skew_ns + self.cyl_skew_ns)
             + head as u64 * self.head_skew_ns)
             % self.rev_ns;
-        let angle = ((sector as u64 * self.rev_ns / z.spt as u64 + skew) % self.rev_ns) as u32;
+        let angle = ((sector as u64 * self.rev_ns / spt + skew) % self.rev_ns) as u32;
         Pos {
             cyl,
             head,
-            zone: zi as u16,
+            zone,
             sector,
             angle,
         }
     }
 
-    /// Media time to transfer `n` sectors from `lba` once its first sector is under the
-    /// head, and the position of the last sector.
-    fn transfer(&self, lba: u64, n: u32) -> (u64, Pos) {
+    /// Media time to transfer `n` sectors from `lba` (at `at`, its
+    /// [`Geometry::locate`]) once its first sector is under the head, and the
+    /// cylinder and head of the last sector.
+    fn transfer(&self, lba: u64, at: &Pos, n: u32) -> (u64, u32, u16) {
         let mut t = 0u64;
         let mut lba = lba;
         let mut left = n as u64;
-        let mut p = self.locate(lba);
+        let (mut zone, mut cyl, mut head, mut sector) = (at.zone, at.cyl, at.head, at.sector);
         loop {
-            let spt = self.zones[p.zone as usize].spt as u64;
-            let take = left.min(spt - p.sector as u64);
+            let spt = self.zones[zone as usize].spt as u64;
+            let take = left.min(spt - sector as u64);
             t += take * self.rev_ns / spt;
             left -= take;
             lba += take;
             if left == 0 || lba >= self.total_sectors {
-                return (t, self.locate(lba - 1));
+                // The last sector is on the track just read.
+                return (t, cyl, head);
             }
-            let next = self.locate(lba);
+            let next = self.place(lba);
             // The skew makes the switch cost exactly its own time.
-            t += if next.cyl != p.cyl {
+            t += if next.cyl != cyl {
                 self.cyl_skew_ns
             } else {
                 self.head_skew_ns
             };
-            p = next;
+            (zone, cyl, head, sector) = (next.zone, next.cyl, next.head, next.sector);
         }
     }
 
@@ -502,41 +540,15 @@ fn wrap(x: u64, m: u64) -> u64 {
     }
 }
 
-impl SeekCurve {
-    /// A seek distance from which on every seek takes at least `t` ns (as
-    /// [`Hdd::positioning_at`] truncates it), if the curve never falls with
-    /// distance: a scan for the cheapest command skips the commands farther away
-    /// than that once it has one costing `t`.
-    fn reach(&self, t: u64) -> Option<u32> {
-        if self.b < 0.0 || self.e < 0.0 {
-            return None;
-        }
-        let tf = t as f64;
-        let guess = if tf <= self.c + self.e * self.boundary {
-            if self.b > 0.0 {
-                ((tf - self.a) / self.b).max(0.0).powi(2)
-            } else {
-                1.0
-            }
-        } else if self.e > 0.0 {
-            (tf - self.c) / self.e
-        } else {
-            return None;
-        };
-        if !guess.is_finite() || guess >= f64::from(u32::MAX) {
-            return None;
-        }
-        // The guess is within rounding of the answer: step up until it holds.
-        let mut d = (guess as u32).max(1);
-        for _ in 0..64 {
-            if self.eval(d) as u64 >= t {
-                return Some(d);
-            }
-            d = d.checked_add(1)?;
-        }
-        None
-    }
+/// `x mod m` for `x < 2m`, without a branch (the pricing loop's operands are
+/// random, so a branch would be mispredicted half the time).
+#[inline]
+fn wrap2(x: u64, m: u64) -> u64 {
+    debug_assert!(x < 2 * m);
+    x - (m & 0u64.wrapping_sub((x >= m) as u64))
+}
 
+impl SeekCurve {
     fn eval(&self, d: u32) -> f64 {
         if d == 0 {
             0.0
@@ -545,6 +557,28 @@ impl SeekCurve {
         } else {
             self.c + self.e * d as f64
         }
+    }
+
+    /// [`SeekCurve::fit`], once per process for each set of figures: validating a
+    /// profile fits its curve, and every drive built from it (each run, each RAID
+    /// member) needs the same curve again. The fit is ~250,000 evaluations.
+    fn fitted(p: &HddParams) -> Result<SeekCurve, String> {
+        type Key = (u64, u64, u64, u32);
+        static FITTED: std::sync::Mutex<Vec<(Key, Result<SeekCurve, String>)>> =
+            std::sync::Mutex::new(Vec::new());
+        let key = (
+            p.track_to_track_ms.to_bits(),
+            p.average_seek_ms.to_bits(),
+            p.full_stroke_ms.to_bits(),
+            p.cylinders,
+        );
+        let mut memo = FITTED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, r)) = memo.iter().find(|(k, _)| *k == key) {
+            return r.clone();
+        }
+        let r = SeekCurve::fit(p);
+        memo.push((key, r.clone()));
+        r
     }
 
     /// Fit to the datasheet figures (ns); an error says why it cannot be.
@@ -600,6 +634,64 @@ impl SeekCurve {
     }
 }
 
+/// Lower bounds of the seek time by distance class, for pricing only the queued
+/// commands that can win: distances under 16 are their own class, longer ones
+/// share a class with those of the same bit length and the same next four bits
+/// (at most 464 classes, about 6 % apart). Each class holds the seek time of its
+/// shortest distance less 1 ns (the curve rises with distance; the nanosecond
+/// covers floating-point rounding between neighbouring distances), with that
+/// time modulo a revolution.
+#[derive(Clone, Debug)]
+struct SeekFloor {
+    /// `(ns, ns % rev)` by class; empty when the fitted curve falls somewhere
+    /// (then the floor is 0).
+    by_class: Vec<(u64, u64)>,
+}
+
+impl SeekFloor {
+    fn new(seek: &SeekCurve, cylinders: u32, rev: u64) -> SeekFloor {
+        if seek.b < 0.0 || seek.e < 0.0 || !(seek.a.is_finite() && seek.c.is_finite()) {
+            return SeekFloor {
+                by_class: Vec::new(),
+            };
+        }
+        let classes = Self::class(cylinders.max(2) - 1) + 1;
+        let by_class = (0..classes)
+            .map(|k| {
+                let ns = (seek.eval(Self::class_start(k)) as u64).saturating_sub(1);
+                (ns, ns % rev)
+            })
+            .collect();
+        SeekFloor { by_class }
+    }
+
+    /// The class of distance `d`: `d` itself under 16, else 16 per bit length from
+    /// 5 bits on plus the four bits after the leading one (`d >> shift` is then
+    /// 16 to 31). No branch.
+    #[inline]
+    fn class(d: u32) -> usize {
+        let shift = (31 - (d | 1).leading_zeros()).saturating_sub(4);
+        ((shift << 4) + (d >> shift)) as usize
+    }
+
+    /// The shortest distance of class `k`.
+    fn class_start(k: usize) -> u32 {
+        if k < 16 {
+            k as u32
+        } else {
+            let bits = (k / 16 + 3) as u32;
+            (16 + (k % 16) as u32) << (bits - 4)
+        }
+    }
+
+    /// A lower bound of the seek over `d > 0` cylinders and it modulo a
+    /// revolution.
+    #[inline]
+    fn get(&self, d: u32) -> (u64, u64) {
+        self.by_class.get(Self::class(d)).copied().unwrap_or((0, 0))
+    }
+}
+
 /// What a queued host command needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -619,6 +711,18 @@ struct Cmd {
     n: u32,
     pos: Pos,
     arrived: Ns,
+    /// Order of queueing (set by `Hdd::push_cmd`): the queue is in this order.
+    seq: u64,
+}
+
+/// A positioned queued command (a read or a media write) in the rotational
+/// index: what pricing it needs.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    pos: Pos,
+    lba: u64,
+    seq: u64,
+    read: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -690,12 +794,20 @@ pub struct Hdd {
     info: DeviceInfo,
     geo: Geometry,
     seek: SeekCurve,
+    seek_floor: SeekFloor,
     phase_ns: u64,
     overhead_ns: u64,
     hit_ns: u64,
     max_wait_ns: u64,
     /// Host commands waiting for the mechanism (or for buffer space), arrival order.
     queue: Vec<Cmd>,
+    /// The positioned commands of `queue` by the angle of their first sector (then
+    /// `seq`): the order in which they pass under the head.
+    by_angle: Vec<Slot>,
+    /// `seq` of the next queued command.
+    next_seq: u64,
+    /// Writes in `queue` waiting for buffer space (`Kind::CachedWrite`).
+    waiting_writes: usize,
     /// Accepted host commands not yet completed (NCQ tags in use).
     outstanding: u32,
     busy: Option<(Ns, Work)>,
@@ -729,7 +841,7 @@ impl Hdd {
     /// A fresh drive called `name`, spun up with its phase from the seed.
     pub fn new(name: &str, p: HddParams) -> Hdd {
         let geo = Geometry::new(&p);
-        let seek = SeekCurve::fit(&p).expect("validated profile");
+        let seek = SeekCurve::fitted(&p).expect("validated profile");
         let phase_ns = splitmix(p.seed) % geo.rev_ns;
         let info = DeviceInfo {
             name: name.to_string(),
@@ -751,6 +863,9 @@ impl Hdd {
             max_wait_ns: ms_to_ns(p.max_wait_ms),
             wc_cap_sectors: p.write_cache_kib as u64 * 2,
             queue: Vec::with_capacity(p.queue_depth as usize + 1),
+            by_angle: Vec::with_capacity(p.queue_depth as usize + 1),
+            next_seq: 0,
+            waiting_writes: 0,
             outstanding: 0,
             busy: None,
             free_at: Ns::ZERO,
@@ -769,6 +884,7 @@ impl Hdd {
             done: Completions::with_capacity(64),
             iface_free: Ns::ZERO,
             phase_ns,
+            seek_floor: SeekFloor::new(&seek, p.cylinders, geo.rev_ns),
             geo,
             seek,
             info,
@@ -783,7 +899,7 @@ impl Hdd {
 
     /// Sustained media rate at `lba`, bytes per second (track switches included).
     pub fn media_rate(&self, lba: u64) -> f64 {
-        let z = self.geo.locate(lba).zone;
+        let z = self.geo.zone_of(lba.min(self.geo.total_sectors - 1)) as u16;
         512.0 * 1e9 / self.geo.stream_ns_per_sector(z)
     }
 
@@ -822,7 +938,6 @@ impl Hdd {
     /// [`Hdd::positioning`] from the angle the platter is at when the move
     /// starts: the dispatch loop computes it once for every queued command.
     fn positioning_at(&self, angle: u64, to: &Pos) -> u64 {
-        let rev = self.geo.rev_ns;
         let d = self.head_cyl.abs_diff(to.cyl);
         let mv = if d > 0 {
             self.seek.eval(d) as u64
@@ -831,30 +946,46 @@ impl Hdd {
         } else {
             0
         };
-        let at = wrap(angle + mv, rev);
-        let mut wait = wrap(to.angle as u64 + rev - at, rev);
-        // Integer rounding can put a perfectly sequential access a few ns past its
-        // sector; the drive's timing slack absorbs that rather than losing a turn.
-        if wait + SLACK_NS >= rev {
-            wait = 0;
-        }
-        mv + wait
+        let rev = self.geo.rev_ns;
+        settle(wrap(angle + mv, rev), mv, to.angle, rev)
+    }
+
+    /// A lower bound of [`Hdd::positioning_at`]: the same with the seek's floor
+    /// ([`SeekFloor`]) for its time. A positioning ends when the sector passes
+    /// under the head, so a longer move only ends at a later pass (or, within the
+    /// slack, at the move's end); no division, no square root.
+    #[inline]
+    fn positioning_floor(&self, angle: u64, to: &Pos) -> u64 {
+        let d = self.head_cyl.abs_diff(to.cyl);
+        let (mv, mv_turn) = if d > 0 {
+            self.seek_floor.get(d)
+        } else if self.head_head != to.head {
+            (self.geo.head_skew_ns, self.geo.head_skew_ns)
+        } else {
+            (0, 0)
+        };
+        let rev = self.geo.rev_ns;
+        settle(wrap2(angle + mv_turn, rev), mv, to.angle, rev)
     }
 
     /// The segment holding `[lba, end)` at `t`, if any.
     fn cached(&self, lba: u64, end: u64, t: Ns) -> Option<usize> {
         let seg_sectors = self.p.segment_kib as u64 * 2;
-        for (i, s) in self.segments.iter().enumerate() {
-            let valid = match &self.stream {
-                Some(st) if st.seg == i => st.valid_end(t),
-                _ => s.end,
-            };
+        // The segment being read ahead into is valid as far as the stream got.
+        let (live, live_end) = match self.stream {
+            Some(st) => (st.seg, st.valid_end(t)),
+            None => (usize::MAX, 0),
+        };
+        debug_assert!(lba < end && end < 1 << 62);
+        self.segments.iter().enumerate().position(|(i, s)| {
+            let valid = if i == live { live_end } else { s.end };
             let start = s.start.max(valid.saturating_sub(seg_sectors));
-            if valid > start && lba >= start && end <= valid {
-                return Some(i);
-            }
-        }
-        None
+            // `start <= lba && end <= valid` (so `start < valid`, as `lba < end`) as
+            // one sign test, without branches: usually no segment holds the read,
+            // and compared one by one the outcomes are random. Sector numbers are
+            // far below 2^63.
+            (lba.wrapping_sub(start) | valid.wrapping_sub(end)) >> 63 == 0
+        })
     }
 
     /// Stop the read-ahead stream at `t` (the head is leaving).
@@ -863,7 +994,7 @@ impl Hdd {
             let v = st.valid_end(t);
             self.segments[st.seg].end = v;
             if v > 0 {
-                let p = self.geo.locate(v - 1);
+                let p = self.geo.place(v - 1);
                 self.head_cyl = p.cyl;
                 self.head_head = p.head;
                 self.head_lba = v;
@@ -922,7 +1053,7 @@ impl Hdd {
             hold,
             ns_per_sector: self
                 .geo
-                .stream_ns_per_sector(self.geo.locate(end.min(self.geo.total_sectors - 1)).zone),
+                .stream_ns_per_sector(self.geo.zone_of(end.min(self.geo.total_sectors - 1)) as u16),
         });
     }
 
@@ -991,35 +1122,190 @@ impl Hdd {
 
     /// Admit writes waiting for buffer space, in arrival order, at `t`.
     fn admit_waiting(&mut self, t: Ns) {
-        while let Some(i) = self.queue.iter().position(|c| c.kind == Kind::CachedWrite) {
+        while self.waiting_writes > 0 {
+            let i = self
+                .queue
+                .iter()
+                .position(|c| c.kind == Kind::CachedWrite)
+                .expect("a write waits for buffer space");
             let c = self.queue[i];
             if self.wc_full(c.lba, c.n) {
                 break;
             }
-            self.queue.remove(i);
+            self.take_cmd(i);
             self.buffer_write(c.lba, c.n);
             let at = self.serve_from_cache(t, c.n);
             self.complete(at, c.id);
         }
     }
 
+    /// Queue a host command (in arrival order; a positioned one also in the
+    /// rotational index).
+    fn push_cmd(&mut self, mut c: Cmd) {
+        debug_assert!(
+            self.queue.last().is_none_or(|l| l.arrived <= c.arrived),
+            "commands are queued in arrival order"
+        );
+        c.seq = self.next_seq;
+        self.next_seq += 1;
+        if c.kind == Kind::CachedWrite {
+            self.waiting_writes += 1;
+        } else {
+            // The newest command goes after every other at its angle.
+            let at = self
+                .by_angle
+                .partition_point(|s| s.pos.angle <= c.pos.angle);
+            self.by_angle.insert(
+                at,
+                Slot {
+                    pos: c.pos,
+                    lba: c.lba,
+                    seq: c.seq,
+                    read: c.kind == Kind::Read,
+                },
+            );
+        }
+        self.queue.push(c);
+    }
+
+    /// Take queued command `i` out of the queue (and the rotational index).
+    fn take_cmd(&mut self, i: usize) -> Cmd {
+        let c = self.queue.remove(i);
+        if c.kind == Kind::CachedWrite {
+            self.waiting_writes -= 1;
+        } else {
+            let j = self
+                .by_angle
+                .binary_search_by(|s| (s.pos.angle, s.seq).cmp(&(c.pos.angle, c.seq)))
+                .expect("a positioned command is in the rotational index");
+            self.by_angle.remove(j);
+        }
+        c
+    }
+
+    /// The cheapest queued host command to start at `t` (the platter at `angle`
+    /// once the command overhead is spent): its cost and queue index, the
+    /// earliest queued on ties. Reads the read-ahead stream is about to reach cost
+    /// the wait for the stream; the others their positioning. Those are visited
+    /// in the order their sectors pass under the head from `angle` on: a
+    /// positioning ends when the sector passes under the head, so it costs at
+    /// least that rotational distance, and once the distance alone exceeds the
+    /// best cost found no later command can win — except those just behind the
+    /// head, within the channel's slack, which a move can reach at its very end
+    /// and are visited apart. Commands whose floor ([`Hdd::positioning_floor`])
+    /// already loses are not priced. The same choice as pricing every command
+    /// ([`Hdd::cheapest_host_exhaustive`]) in a fraction of the time.
+    fn cheapest_host(&self, t: Ns, angle: u64) -> Option<(u64, usize)> {
+        let rev = self.geo.rev_ns;
+        let oh = self.overhead_ns;
+        // (cost, seq): the sequence number orders commands as the queue does.
+        let mut best: Option<(u64, u64)> = None;
+        let stream = self
+            .stream
+            .map(|st| (self.segments[st.seg].start, st.limit));
+        let streams = |read: bool, lba: u64| {
+            read && stream.is_some_and(|(start, limit)| lba >= start && lba <= limit)
+        };
+        if let Some(st) = &self.stream {
+            for c in &self.queue {
+                if streams(c.kind == Kind::Read, c.lba) {
+                    let cost = st.ready_at(c.lba + c.n as u64).since(t);
+                    if best.is_none_or(|b| (cost, c.seq) < b) {
+                        best = Some((cost, c.seq));
+                    }
+                }
+            }
+        }
+        let price = |s: &Slot, best: &mut Option<(u64, u64)>| {
+            if streams(s.read, s.lba) {
+                return; // priced above
+            }
+            if best.is_some_and(|b| (oh + self.positioning_floor(angle, &s.pos), s.seq) > b) {
+                return;
+            }
+            let cost = oh + self.positioning_at(angle, &s.pos);
+            if best.is_none_or(|b| (cost, s.seq) < b) {
+                *best = Some((cost, s.seq));
+            }
+        };
+        let n = self.by_angle.len();
+        let first = self
+            .by_angle
+            .partition_point(|s| (s.pos.angle as u64) < angle);
+        let slot = |j: usize| {
+            &self.by_angle[if first + j < n {
+                first + j
+            } else {
+                first + j - n
+            }]
+        };
+        let distance = |s: &Slot| wrap2(s.pos.angle as u64 + rev - angle, rev);
+        let mut j = 0;
+        while j < n {
+            let s = slot(j);
+            let r = distance(s);
+            if r + SLACK_NS < rev && best.is_some_and(|b| oh + r > b.0) {
+                break;
+            }
+            price(s, &mut best);
+            j += 1;
+        }
+        // The commands just behind the head (the last in that order).
+        let mut k = n;
+        while k > j {
+            let s = slot(k - 1);
+            if distance(s) + SLACK_NS < rev {
+                break;
+            }
+            price(s, &mut best);
+            k -= 1;
+        }
+        let (cost, seq) = best?;
+        let i = self
+            .queue
+            .binary_search_by_key(&seq, |c| c.seq)
+            .expect("the chosen command is queued");
+        Some((cost, i))
+    }
+
+    /// [`Hdd::cheapest_host`] by pricing every queued command in queue order (the
+    /// definition; debug builds check the pruned scan against it).
+    fn cheapest_host_exhaustive(&self, t: Ns, angle: u64) -> Option<(u64, usize)> {
+        let mut best: Option<(u64, usize)> = None;
+        for (i, c) in self.queue.iter().enumerate() {
+            if c.kind == Kind::CachedWrite {
+                continue;
+            }
+            let cost = if self.continues_stream(c) {
+                let st = self.stream.as_ref().expect("stream");
+                st.ready_at(c.lba + c.n as u64).since(t)
+            } else {
+                self.overhead_ns + self.positioning_at(angle, &c.pos)
+            };
+            if best.is_none_or(|b| cost < b.0) {
+                best = Some((cost, i));
+            }
+        }
+        best
+    }
+
     /// Choose and start the next media operation at `t`; false if there is none.
     fn dispatch(&mut self, t: Ns) -> bool {
         let flushing = self.flush.is_some_and(|f| !f.drained);
-        let host_media = self.queue.iter().any(|c| c.kind != Kind::CachedWrite);
+        let host_media = self.queue.len() > self.waiting_writes;
         let pressure = self.dirty_sectors * 4 > self.wc_cap_sectors * 3
             || self.dirty.len() * 4 > self.p.write_cache_extents as usize * 3
-            || self.queue.iter().any(|c| c.kind == Kind::CachedWrite);
+            || self.waiting_writes > 0;
         let destage_ok = !self.dirty.is_empty() && (flushing || !host_media || pressure);
 
-        // Aging: the oldest host command past its deadline goes first.
+        // Aging: the oldest host command past its deadline goes first (the queue
+        // is in arrival order: the first is the oldest).
         let mut best: Option<(u64, usize, bool)> = None; // (cost, index, is_destage)
         if let Some((i, c)) = self
             .queue
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.kind != Kind::CachedWrite)
-            .min_by_key(|(_, c)| c.arrived)
+            .find(|(_, c)| c.kind != Kind::CachedWrite)
         {
             if t.since(c.arrived) > self.max_wait_ns {
                 best = Some((0, i, false));
@@ -1027,31 +1313,14 @@ impl Hdd {
         }
         if best.is_none() {
             let angle = self.angle_at(t.add(self.overhead_ns));
-            // Commands whose seek alone costs the best total so far cannot win
-            // (ties go to the earlier command): skip them without pricing them.
-            let mut reach: Option<u32> = None;
-            for (i, c) in self.queue.iter().enumerate() {
-                if c.kind == Kind::CachedWrite {
-                    continue;
-                }
-                let streams = self.continues_stream(c);
-                if !streams && reach.is_some_and(|r| self.head_cyl.abs_diff(c.pos.cyl) >= r) {
-                    continue;
-                }
-                let cost = if streams {
-                    let st = self.stream.as_ref().expect("stream");
-                    st.ready_at(c.lba + c.n as u64).since(t)
-                } else {
-                    self.overhead_ns + self.positioning_at(angle, &c.pos)
-                };
-                if best.is_none_or(|b| cost < b.0) {
-                    best = Some((cost, i, false));
-                    reach = cost
-                        .checked_sub(self.overhead_ns)
-                        .filter(|&b| b > 0)
-                        .and_then(|b| self.seek.reach(b));
-                }
-            }
+            best = self
+                .cheapest_host(t, angle)
+                .map(|(cost, i)| (cost, i, false));
+            debug_assert_eq!(
+                best.map(|(cost, i, _)| (cost, i)),
+                self.cheapest_host_exhaustive(t, angle),
+                "the pruned scan must choose as pricing every command does"
+            );
             if destage_ok {
                 // Bound the scan: the extents nearest the head in LBA order (32 at or
                 // after it, 32 before it) are the candidates.
@@ -1085,15 +1354,15 @@ impl Hdd {
             self.destaging += e.n as u64;
             self.stop_stream(t);
             let pos = self.positioning(t, &e.pos);
-            let (x, end) = self.geo.transfer(e.lba, e.n);
-            self.head_cyl = end.cyl;
-            self.head_head = end.head;
+            let (x, cyl, head) = self.geo.transfer(e.lba, &e.pos, e.n);
+            self.head_cyl = cyl;
+            self.head_head = head;
             self.head_lba = e.lba + e.n as u64;
             self.destage_range = (e.lba, e.lba + e.n as u64);
             self.busy = Some((t.add(pos + x), Work::Destage(e.n)));
             return true;
         }
-        let c = self.queue.remove(i);
+        let c = self.take_cmd(i);
         if self.continues_stream(&c) {
             let end = c.lba + c.n as u64;
             let st = self.stream.as_mut().expect("stream");
@@ -1109,9 +1378,9 @@ impl Hdd {
         self.stop_stream(t);
         let start = t.add(self.overhead_ns);
         let pos = self.positioning(start, &c.pos);
-        let (x, end) = self.geo.transfer(c.lba, c.n);
-        self.head_cyl = end.cyl;
-        self.head_head = end.head;
+        let (x, cyl, head) = self.geo.transfer(c.lba, &c.pos, c.n);
+        self.head_cyl = cyl;
+        self.head_head = head;
         self.head_lba = c.lba + c.n as u64;
         self.busy = Some((start.add(pos + x), Work::Host(c)));
         true
@@ -1177,7 +1446,7 @@ impl Hdd {
         match f.data {
             Some(c) => {
                 self.flush = Some(FlushState { drained: true, ..f });
-                self.queue.push(c);
+                self.push_cmd(c);
                 self.dispatch(t);
             }
             None => {
@@ -1187,6 +1456,18 @@ impl Hdd {
             }
         }
     }
+}
+
+/// Positioning time when the move (seek or head switch) takes `mv` ns and ends
+/// with the platter at angle `at` (ns into a revolution of `rev`): the move, then
+/// the rotational wait until the sector at `to_angle` comes under the head.
+#[inline]
+fn settle(at: u64, mv: u64, to_angle: u32, rev: u64) -> u64 {
+    let wait = wrap2(to_angle as u64 + rev - at, rev);
+    // Integer rounding can put a perfectly sequential access a few ns past its
+    // sector; the drive's timing slack absorbs that rather than losing a turn.
+    let lost_turn = wait + SLACK_NS >= rev;
+    mv + (wait & 0u64.wrapping_sub((!lost_turn) as u64))
 }
 
 /// Timing slack of the read/write channel, ns.
@@ -1228,6 +1509,7 @@ impl Driver for Hdd {
             n,
             pos: geo.locate(lba),
             arrived: now,
+            seq: 0,
         };
         match rq.op {
             Op::Flush => {
@@ -1263,7 +1545,7 @@ impl Driver for Hdd {
                 }
                 None => {
                     let c = mk(Kind::Read, &self.geo);
-                    self.queue.push(c);
+                    self.push_cmd(c);
                 }
             },
             Op::Write | Op::ZoneAppend => {
@@ -1287,7 +1569,7 @@ impl Driver for Hdd {
                         drained: false,
                     });
                 } else {
-                    self.queue.push(c);
+                    self.push_cmd(c);
                     self.admit_waiting(now);
                 }
             }
@@ -1328,27 +1610,159 @@ impl Device for Hdd {
 mod tests {
     use super::*;
 
-    /// `reach` is the shortest distance whose seek takes at least the time asked,
-    /// checked against every distance of each built-in disk's curve.
+    fn hdd_profiles() -> Vec<(String, HddParams)> {
+        crate::profiles()
+            .into_iter()
+            .filter_map(|prof| match prof.kind {
+                crate::ProfileKind::Hdd(p) => Some((prof.name, p)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Distance classes tile the distances: each class starts at its own first
+    /// distance, and every distance lies in the class whose start is the largest
+    /// not above it.
     #[test]
-    fn seek_reach_is_the_first_distance_that_long() {
-        for prof in crate::profiles() {
-            let crate::ProfileKind::Hdd(p) = &prof.kind else {
-                continue;
-            };
-            let curve = SeekCurve::fit(p).unwrap();
-            let cyls = p.cylinders;
-            let times: Vec<u64> = (1..cyls).map(|d| curve.eval(d) as u64).collect();
-            for t in [
-                1, 500_000, 1_000_000, 2_500_000, 5_000_000, 9_000_000, 14_000_000,
-            ] {
-                let want = times.iter().position(|&x| x >= t).map(|i| i as u32 + 1);
-                match curve.reach(t) {
-                    Some(d) if d < cyls => assert_eq!(Some(d), want, "{} t={t}", prof.name),
-                    Some(_) => assert!(want.is_none(), "{} t={t}", prof.name),
-                    None => assert!(curve.b < 0.0 || curve.e < 0.0 || want.is_none()),
-                }
+    fn seek_floor_classes_tile_the_distances() {
+        for k in 1..464 {
+            let start = SeekFloor::class_start(k);
+            assert_eq!(SeekFloor::class(start), k, "class {k} starts at {start}");
+            assert_eq!(SeekFloor::class(start - 1), k - 1, "before class {k}");
+            if k < 463 {
+                assert!(SeekFloor::class_start(k + 1) > start, "class {k}");
             }
         }
+        for d in [1u32, 15, 16, 31, 32, 33, 1000, 65_535, 420_000, u32::MAX] {
+            let k = SeekFloor::class(d);
+            assert!(SeekFloor::class_start(k) <= d, "d={d}");
+            assert!(k == 463 || SeekFloor::class_start(k + 1) > d, "d={d}");
+        }
+        assert_eq!(SeekFloor::class(u32::MAX), 463);
+    }
+
+    /// The floor never exceeds the seek it stands for, at every distance of each
+    /// built-in disk, and is within a class's spread of it: exact (less the
+    /// rounding nanosecond) at each class's first distance.
+    #[test]
+    fn seek_floor_is_below_every_seek_of_its_class() {
+        for (name, p) in hdd_profiles() {
+            let curve = SeekCurve::fit(&p).unwrap();
+            let rev = Geometry::new(&p).rev_ns;
+            let floor = SeekFloor::new(&curve, p.cylinders, rev);
+            assert!(!floor.by_class.is_empty(), "{name}: the curve rises");
+            for d in 1..p.cylinders {
+                let seek = curve.eval(d) as u64;
+                let (f, f_turn) = floor.get(d);
+                assert!(f <= seek, "{name} d={d}: floor {f} > seek {seek}");
+                assert_eq!(f_turn, f % rev);
+                if SeekFloor::class_start(SeekFloor::class(d)) == d {
+                    assert_eq!(f, seek.saturating_sub(1), "{name} d={d}");
+                }
+                // Classes are at most 1/16 of their distance wide.
+                let start = SeekFloor::class_start(SeekFloor::class(d));
+                assert!(d - start <= d / 16, "{name} d={d}");
+            }
+        }
+    }
+
+    /// The pruned choice of the next host command is the one pricing every queued
+    /// command gives, on random queues: commands spread over the disk or packed
+    /// into a few cylinders, a sector just behind the head's angle (within the
+    /// channel's slack or just beyond it, on the head's track or elsewhere), reads a
+    /// read-ahead stream is about to reach, and writes waiting for buffer space
+    /// (never chosen).
+    #[test]
+    fn pruned_choice_is_the_cheapest_command() {
+        let (_, p) = hdd_profiles()
+            .into_iter()
+            .find(|(n, _)| n == "hdd-7200")
+            .expect("built-in disk");
+        let mut d = Hdd::new("t", p);
+        let total = d.geo.total_sectors;
+        let rev = d.geo.rev_ns;
+        let mut rng = 7u64;
+        let mut next = || {
+            rng = splitmix(rng);
+            rng
+        };
+        let (mut streamed, mut slack_wins) = (0, 0);
+        for round in 0..5000u64 {
+            d.queue.clear();
+            d.by_angle.clear();
+            d.waiting_writes = 0;
+            d.stream = None;
+            let head = d.geo.locate(next() % total);
+            d.head_cyl = head.cyl;
+            d.head_head = head.head;
+            let stream_start = next() % (total - 10_000);
+            if round % 3 == 0 {
+                d.segments[0] = Segment {
+                    start: stream_start,
+                    end: stream_start + 8,
+                    lru: 0,
+                };
+                d.stream = Some(Stream {
+                    seg: 0,
+                    t0: Ns(next() % 1_000_000_000),
+                    pos: stream_start + 8,
+                    limit: stream_start + 2_056,
+                    ns_per_sector: d.geo.stream_ns_per_sector(head.zone),
+                    hold: stream_start + 8,
+                });
+            }
+            let n = 1 + next() % 32;
+            let packed = next() % 2 == 0;
+            let base = next() % (total - 20_000_000);
+            for i in 0..n {
+                let lba = match next() % 6 {
+                    0 if d.stream.is_some() => stream_start + next() % 4_000,
+                    _ if packed => base + next() % 20_000_000,
+                    _ => next() % total,
+                };
+                let kind = match next() % 10 {
+                    0 => Kind::CachedWrite,
+                    1 | 2 => Kind::MediaWrite,
+                    _ => Kind::Read,
+                };
+                d.push_cmd(Cmd {
+                    id: RqId(i as u32),
+                    kind,
+                    lba,
+                    n: 8,
+                    pos: d.geo.locate(lba),
+                    arrived: Ns::ZERO,
+                    seq: 0,
+                });
+            }
+            // Half the time the platter is placed just past one command's sector
+            // (and sometimes the head on its track): it is then in or near the slack.
+            let mut angle = next() % rev;
+            if next() % 2 == 0 {
+                let c = d.queue[(next() % n) as usize];
+                angle = (c.pos.angle as u64 + next() % (3 * SLACK_NS)) % rev;
+                if next() % 2 == 0 {
+                    d.head_cyl = c.pos.cyl;
+                    d.head_head = c.pos.head;
+                }
+            }
+            let before = 1 + next() % 1_000;
+            let t = Ns(before * rev + (angle + 2 * rev - d.phase_ns - d.overhead_ns % rev) % rev);
+            assert_eq!(d.angle_at(t.add(d.overhead_ns)), angle);
+            let fast = d.cheapest_host(t, angle);
+            assert_eq!(fast, d.cheapest_host_exhaustive(t, angle), "round {round}");
+            if let Some((cost, i)) = fast {
+                let c = &d.queue[i];
+                assert_ne!(c.kind, Kind::CachedWrite);
+                streamed += d.continues_stream(c) as u32;
+                let behind = (angle + rev - c.pos.angle as u64) % rev;
+                slack_wins += (behind > 0 && behind <= SLACK_NS && cost < rev) as u32;
+            }
+        }
+        assert!(streamed > 20, "stream reads won {streamed} times");
+        assert!(
+            slack_wins > 20,
+            "commands within the slack won {slack_wins} times"
+        );
     }
 }

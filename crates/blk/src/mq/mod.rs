@@ -605,10 +605,16 @@ impl Queue {
     /// When the queue wants [`Queue::run`] called next, if at all: the earliest
     /// hardware queue run or the requeue work.
     pub fn next_run(&self) -> Option<Ns> {
-        [self.run_min, self.requeue_at, self.zone_work_at]
-            .into_iter()
-            .flatten()
-            .min()
+        // Pairwise: the simulator asks after every event, and the array form
+        // compiled to stack copies the loads then stalled on.
+        fn earlier(a: Option<Ns>, b: Option<Ns>) -> Option<Ns> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, None) => a,
+                (None, b) => b,
+            }
+        }
+        earlier(earlier(self.run_min, self.requeue_at), self.zone_work_at)
     }
 
     /// When the elevator wants [`Queue::elevator_timer`] called, if at all.
