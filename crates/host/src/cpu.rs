@@ -329,6 +329,12 @@ impl Cpus {
     /// Interrupt work on CPU `c`.
     pub fn irq(&mut self, now: u64, c: u32, item: Item) {
         self.unlazy(now, c);
+        let cpu = &self.cpus[c as usize];
+        if cpu.cur.is_none() && cpu.irqs.is_empty() {
+            // An idle CPU takes it at once: what queueing it and picking gives.
+            self.start(now, c, Ctx::Irq, item);
+            return;
+        }
         let now = self.not_before(now, c);
         let cpu = &mut self.cpus[c as usize];
         cpu.irqs.push_back(item);
