@@ -643,6 +643,9 @@ pub struct Job {
     /// fio's zone bookkeeping (`zonemode=zbd`).
     pub zbd: Option<crate::zbd::Zbd>,
     zbd_held: Option<ZbdHeld>,
+    /// A sequential zbd job's next position per lane, relative to the region
+    /// (fio's `last_pos`, which follows the adjusted I/O).
+    zbd_pos: [u64; 3],
     /// A trim the thread waits for is in flight: libaio's and posixaio's queue
     /// functions issue a trim synchronously (`do_io_u_trim`, `BLKDISCARD`).
     trim_blocking: bool,
@@ -938,6 +941,7 @@ impl Job {
             last_trim_len: 0,
             zbd: cfg.zbd.clone().map(crate::zbd::Zbd::new),
             zbd_held: None,
+            zbd_pos: [0; 3],
             trim_blocking: false,
             vlog: cfg
                 .verify
@@ -1779,7 +1783,19 @@ impl Job {
         }
         let lane = self.lane_of(dir);
         let trim = lane == TRIM_LANE;
-        let (rel, bs) = self.next_lane_extent(lane);
+        let (mut rel, bs) = self.next_lane_extent(lane);
+        if let (Some(z), false) = (self.zbd.as_ref(), self.cfg.rw.is_random()) {
+            // get_next_seq_offset from fio's last_pos, after
+            // setup_zbd_zone_mode's jump past a zone's capacity.
+            let mut pos = self.zbd_pos[lane];
+            if dir == Dir::Write && !trim {
+                pos = z.skip_capacity_gap(self.cfg.offset + pos) - self.cfg.offset;
+            }
+            if pos + bs > self.cfg.size {
+                pos = 0;
+            }
+            rel = pos;
+        }
         let mut byte = self.cfg.offset + rel;
         let remaining = self.cfg.io_limit.saturating_sub(self.issued_bytes);
         let mut bytes = if self.cfg.time_based {
@@ -1824,6 +1840,9 @@ impl Job {
                 }
             }
         }
+        if self.zbd.is_some() {
+            self.zbd_pos[lane] = byte + bytes - self.cfg.offset;
+        }
         Some(self.issue_io(now, job_idx, unit, dir, lane, byte, bytes))
     }
 
@@ -1860,6 +1879,7 @@ impl Job {
             }
             ZbdHeld::Write(io) => {
                 let unit = self.free_units.pop()?;
+                self.zbd_pos[io.lane] = io.byte + io.bytes - self.cfg.offset;
                 Some(self.issue_io(now, job_idx, unit, io.dir, io.lane, io.byte, io.bytes))
             }
             ZbdHeld::Quiesce { zi, io } => {

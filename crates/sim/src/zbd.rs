@@ -331,6 +331,17 @@ impl Zbd {
         None
     }
 
+    /// `setup_zbd_zone_mode`'s jump for a sequential writer: from a zone's
+    /// capacity end to its end (the next zone's start).
+    pub fn skip_capacity_gap(&self, pos: u64) -> u64 {
+        let i = self.idx(pos);
+        if i < self.nr() && self.zones[i].capacity < self.cfg.zone_size && pos >= self.cap_end(i) {
+            self.zones[i + 1].start
+        } else {
+            pos
+        }
+    }
+
     /// `zbd_adjust_ddir`: a mixed job's read before anything is written
     /// becomes a write.
     pub fn adjust_ddir(&self, read: bool, mixed: bool) -> bool {
@@ -512,5 +523,223 @@ impl Zbd {
         if offset + len >= self.cap_end(i) {
             self.close_zone(i);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: u64 = 1 << 20;
+    const K: u64 = 1 << 10;
+
+    fn cfg(zones: u64, random: bool) -> ZbdConfig {
+        ZbdConfig {
+            zone_size: M,
+            zone_capacity: M,
+            nr_conv: 0,
+            file_offset: 0,
+            io_size: zones * M,
+            max_open: 0,
+            job_max_open: 0,
+            read_beyond_wp: false,
+            random,
+            reset_threshold: 0.0,
+            reset_frequency: 0.0,
+            min_bs: [128 * K; 3],
+        }
+    }
+
+    fn acc(offset: u64, len: u64) -> Adjust {
+        Adjust::Accept {
+            offset,
+            len,
+            reset: None,
+        }
+    }
+
+    /// Issue a write as the job does: adjust, then queue what was accepted.
+    fn write(z: &mut Zbd, off: u64, len: u64) -> Adjust {
+        let a = z.adjust(ZDir::Write, off, len, false);
+        if let Adjust::Accept { offset, len, .. } = a {
+            z.queued(offset, len);
+            z.completed(offset, len);
+        }
+        a
+    }
+
+    /// A sequential writer of 384 KiB across a zone boundary: the third
+    /// write is cut to the 256 KiB left in zone 0 (a multiple of the 128 KiB
+    /// min_bs); the next starts zone 1 at its write pointer.
+    #[test]
+    fn sequential_write_is_cut_at_the_zone_end() {
+        let mut z = Zbd::new(cfg(2, false));
+        assert_eq!(write(&mut z, 0, 384 * K), acc(0, 384 * K));
+        assert_eq!(write(&mut z, 384 * K, 384 * K), acc(384 * K, 384 * K));
+        assert_eq!(write(&mut z, 768 * K, 384 * K), acc(768 * K, 256 * K));
+        assert_eq!(z.zones()[0].wp, M);
+        assert_eq!(write(&mut z, M, 384 * K), acc(M, 384 * K));
+        assert_eq!(z.zones()[1].wp, M + 384 * K);
+        // With min_bs the whole 384 KiB, zone 0 with 256 KiB left counts as
+        // full (`zbd_zone_full`): fio resets it and writes at its start.
+        let mut c = cfg(2, false);
+        c.min_bs = [384 * K; 3];
+        let mut z = Zbd::new(c);
+        write(&mut z, 0, 384 * K);
+        write(&mut z, 384 * K, 384 * K);
+        assert_eq!(
+            write(&mut z, 768 * K, 384 * K),
+            Adjust::Accept {
+                offset: 0,
+                len: 384 * K,
+                reset: Some(0)
+            }
+        );
+        assert_eq!(z.resets, 1);
+    }
+
+    /// max_open_zones=2 over 4 zones, 256 KiB random writes: the first two
+    /// zones written are opened; a write aimed at a third goes to
+    /// open_zones[(offset * 2) / 4 MiB] at its write pointer. A zone filled
+    /// (4 writes) closes on completion and the next write opens another.
+    #[test]
+    fn random_writes_land_at_the_write_pointers_of_two_open_zones() {
+        let mut c = cfg(4, true);
+        c.max_open = 2;
+        let mut z = Zbd::new(c);
+        let b = 256 * K;
+        assert_eq!(write(&mut z, 2 * M + 512 * K, b), acc(2 * M, b));
+        assert_eq!(write(&mut z, 128 * K, b), acc(0, b));
+        assert_eq!(z.open_zones(), vec![2, 0]);
+        // 3.5 MiB: pick (3.5 * 2 / 4) = 1 -> zone 0, at 256 KiB.
+        assert_eq!(write(&mut z, 3 * M + 512 * K, b), acc(b, b));
+        // 1 MiB + 4 KiB: pick 0 -> zone 2, at 2 MiB + 256 KiB.
+        assert_eq!(write(&mut z, M + 4 * K, b), acc(2 * M + b, b));
+        // Zone 0 fills: 512 KiB, 768 KiB; then it closes.
+        assert_eq!(write(&mut z, 0, b), acc(512 * K, b));
+        assert_eq!(write(&mut z, 0, b), acc(768 * K, b));
+        assert_eq!(z.open_zones(), vec![2]);
+        // Zone 3 can open now.
+        assert_eq!(write(&mut z, 3 * M, b), acc(3 * M, b));
+        assert_eq!(z.open_zones(), vec![2, 3]);
+        // Every write went to a write pointer of at most two zones at once.
+        let wps: Vec<u64> = z.zones().iter().map(|x| x.wp - x.start).collect();
+        assert_eq!(wps, vec![M, 0, 512 * K, b]);
+        assert_eq!(z.resets, 0);
+    }
+
+    /// A full zone chosen again: with no open-zone limit fio resets it and
+    /// writes at its start; the reset is counted.
+    #[test]
+    fn full_zone_is_reset_before_the_write() {
+        let mut z = Zbd::new(cfg(2, true));
+        for _ in 0..4 {
+            write(&mut z, 0, 256 * K);
+        }
+        assert_eq!(z.zones()[0].wp, M);
+        assert_eq!(
+            write(&mut z, 512 * K, 256 * K),
+            Adjust::Accept {
+                offset: 0,
+                len: 256 * K,
+                reset: Some(0)
+            }
+        );
+        assert_eq!(z.resets, 1);
+        assert_eq!(z.zones()[0].wp, 256 * K);
+    }
+
+    /// zone_reset_threshold=0.5, zone_reset_frequency=1 over 2 zones (2 MiB):
+    /// once 1 MiB is written, every write resets its zone first; an empty
+    /// zone's reset is no command and no count (`zbd_reset_zone`).
+    #[test]
+    fn reset_at_threshold() {
+        let mut c = cfg(2, false);
+        c.reset_threshold = 0.5;
+        c.reset_frequency = 1.0;
+        let mut z = Zbd::new(c);
+        let b = 512 * K;
+        assert_eq!(write(&mut z, 0, b), acc(0, b));
+        assert_eq!(write(&mut z, b, b), acc(b, b));
+        // 1 MiB written: zone 1 is empty, nothing to reset.
+        assert_eq!(write(&mut z, M, b), acc(M, b));
+        assert_eq!(z.resets, 0);
+        // 1.5 MiB written: zone 1 (512 KiB) is reset, the write at its start.
+        assert_eq!(
+            write(&mut z, M + b, b),
+            Adjust::Accept {
+                offset: M,
+                len: b,
+                reset: Some(M)
+            }
+        );
+        assert_eq!(z.resets, 1);
+        // zone_reset_frequency=0.5: every second write past the threshold.
+        let mut c = cfg(2, false);
+        c.reset_threshold = 0.5;
+        c.reset_frequency = 0.5;
+        let mut z = Zbd::new(c);
+        write(&mut z, 0, b);
+        write(&mut z, b, b);
+        // 1 MiB written: the count goes 2 -> 1, no reset.
+        assert_eq!(write(&mut z, M, b), acc(M, b));
+        // 1.5 MiB: 1 -> 0, zone 1 reset (the count back to 2).
+        assert_eq!(
+            write(&mut z, M + b, b),
+            Adjust::Accept {
+                offset: M,
+                len: b,
+                reset: Some(M)
+            }
+        );
+        // 1.5 MiB again: 2 -> 1, written at zone 1's write pointer.
+        assert_eq!(write(&mut z, M + b, b), acc(M + b, b));
+        assert_eq!(z.resets, 1);
+    }
+
+    /// Reads stay below the write pointer: a sequential read past it moves to
+    /// the next zone with data, or ends the job; read_beyond_wp lets it be.
+    #[test]
+    fn reads_stay_below_the_write_pointer() {
+        let mut z = Zbd::new(cfg(3, false));
+        write(&mut z, 0, 512 * K);
+        write(&mut z, 2 * M, 256 * K);
+        assert_eq!(z.adjust(ZDir::Read, 0, 384 * K, false), acc(0, 384 * K));
+        // 384 KiB + 384 KiB crosses the wp at 512 KiB: cut to 128 KiB.
+        assert_eq!(
+            z.adjust(ZDir::Read, 384 * K, 384 * K, false),
+            acc(384 * K, 128 * K)
+        );
+        // At the wp: on to zone 2 (zone 1 is empty), whose 256 KiB is all.
+        assert_eq!(
+            z.adjust(ZDir::Read, 512 * K, 384 * K, false),
+            acc(2 * M, 256 * K)
+        );
+        assert_eq!(
+            z.adjust(ZDir::Read, 2 * M + 256 * K, 128 * K, false),
+            Adjust::Eof("no zone has readable data")
+        );
+        let mut c = cfg(3, false);
+        c.read_beyond_wp = true;
+        let mut z = Zbd::new(c);
+        assert_eq!(z.adjust(ZDir::Read, M, 128 * K, false), acc(M, 128 * K));
+    }
+
+    /// A write into a conventional zone that would cross into a sequential
+    /// one is cut at the boundary; a trim of a sequential zone is its reset.
+    #[test]
+    fn conventional_zone_writes_and_trim_resets() {
+        let mut c = cfg(2, true);
+        c.nr_conv = 1;
+        let mut z = Zbd::new(c);
+        assert_eq!(
+            z.adjust(ZDir::Write, 768 * K, 512 * K, false),
+            acc(768 * K, 256 * K)
+        );
+        write(&mut z, M, 256 * K);
+        assert!(z.trim(M));
+        assert_eq!(z.resets, 1);
+        assert_eq!(z.zones()[1].wp, M);
+        assert!(!z.trim(0));
     }
 }
