@@ -1000,6 +1000,13 @@ impl Job {
             && !self.verify_blocked()
             && !self.flow_waiting
             && !self.lat_full()
+            && !self.zbd_quiescing()
+    }
+
+    /// fio's `io_u_quiesce` for zbd.c: an I/O held back until the job's I/O
+    /// in flight has completed (a zone reset, another zone to open).
+    fn zbd_quiescing(&self) -> bool {
+        self.zbd_held.is_some() && self.inflight > 0
     }
 
     /// fio's `queue_full` with a latency target: the I/O units out (in
