@@ -733,11 +733,12 @@ impl JobState {
                     )
                 };
                 if zoned {
-                    // Zoned devices are simulated, but of fio's zbd.c only
-                    // zonemode=zbd's alignment of the I/O region is.
+                    // zonemode=zbd takes zone size and capacity from the
+                    // device; emulated (zonecapacity), strided (zonerange)
+                    // zones and the write-error options are not modeled.
                     Err(format!(
-                        "option '{}' is not modeled yet: of fio's zoned-device options only \
-                         zonemode=none|zbd is{}",
+                        "option '{}' is not modeled yet: zonemode=zbd takes its zones from a \
+                         zoned device{}",
                         def.name,
                         if neutral.is_empty() {
                             String::new()
