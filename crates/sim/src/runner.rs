@@ -1226,7 +1226,7 @@ fn zbd_check(spec: &JobSpec, g: &devices::zoned::ZoneGeometry) -> Result<(), Str
             z.zone_size
         ));
     }
-    if z.zone_skip % zone != 0 {
+    if !z.zone_skip.is_multiple_of(zone) {
         return Err(format!(
             "zonemode=zbd: zoneskip {} is not a multiple of the device zone size {zone}",
             z.zone_skip
@@ -1252,7 +1252,7 @@ fn zbd_check(spec: &JobSpec, g: &devices::zoned::ZoneGeometry) -> Result<(), Str
 /// here are host-managed (SMR HM, ZNS), whose limit fio reads.
 fn zbd_max_open(spec: &JobSpec, g: &devices::zoned::ZoneGeometry) -> Result<u32, String> {
     let user = spec.zones.max_open_zones;
-    if spec.zones.ignore_zone_limits || g.max_open == 0 || user == 0 && g.max_open == 0 {
+    if spec.zones.ignore_zone_limits || g.max_open == 0 {
         return Ok(user);
     }
     if user == 0 {

@@ -181,7 +181,9 @@ fn every_example_has_its_class() {
             (Runs, Ok(_)) => failures.push(format!("{name}: ran but completed no I/O")),
             (Runs, Err(e)) => failures.push(format!("{name}: expected to run, got: {e}")),
             (RunsEmpty(_), Ok(0)) => {}
-            (RunsEmpty(_), r) => failures.push(format!("{name}: expected no I/O, got {r:?}")),
+            (RunsEmpty(why), r) => {
+                failures.push(format!("{name}: expected no I/O ({why}), got {r:?}"))
+            }
             (Refused(want), Err(e)) if e.contains(want) => {}
             (Refused(want), r) => failures.push(format!("{name}: expected '{want}', got {r:?}")),
         }
