@@ -207,3 +207,28 @@ fn zbd_needs_a_zoned_device_and_a_whole_zone() {
         "{e}"
     );
 }
+
+/// fio's text report ends each direction line of a zbd writer with its zone
+/// resets (stat.c `show_ddir_status`, `zbd_write_status`).
+#[test]
+fn text_report_has_the_zone_resets_line() {
+    let input = parse_job_file(
+        "t.fio",
+        "[w]\ndirect=1\nrw=write\nbs=1m\nioengine=libaio\niodepth=4\nzonemode=zbd\n\
+         offset=40g\nsize=512m\nio_size=2g\n",
+    )
+    .unwrap();
+    let o = RunOptions {
+        seed: 3,
+        nr_cpus: 4,
+        ..RunOptions::new(devices::profile("mg04-smr-hm").unwrap())
+    };
+    let plan = runner::plan(&input, &o).unwrap();
+    let r = runner::run(&input, &o, plan, None).unwrap();
+    let text = sim::report::text::to_string(&r);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  write: IOPS="))
+        .expect("write line");
+    assert!(line.ends_with("msec); 6 zone resets"), "{line}");
+}
