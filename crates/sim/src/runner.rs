@@ -191,6 +191,8 @@ fn job_err(spec: &JobSpec, message: impl Into<String>) -> RunError {
 
 /// Resolve fio's jobs against the device and options.
 pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
+    let resolved = resolve_zone_units(input, &opts.device)?;
+    let input = &resolved;
     let info = opts.device.build().info().clone();
     let capacity = info.capacity_sectors * 512;
     let scheduler = choose_scheduler(input, opts, &info)?;
@@ -1213,6 +1215,39 @@ fn zbd_region(spec: &JobSpec, r: (u64, u64), dev: &Profile) -> Result<(u64, u64)
         ));
     }
     Ok((start, end - start))
+}
+
+/// fio's `zbd_recalc_options_with_zone_granularity`: sizes and offsets given
+/// in zones become bytes of the device's zone size (or `zonesize` on a
+/// device without zones).
+fn resolve_zone_units(input: &FioInput, dev: &Profile) -> Result<FioInput, RunError> {
+    let mut out = input.clone();
+    for spec in &mut out.jobs {
+        let z = spec.zones.clone();
+        if z.size_nz == 0 && z.offset_nz == 0 && z.io_size_nz == 0 {
+            continue;
+        }
+        let zone = match (dev.zoned, z.zone_size) {
+            (Some(g), _) => g.zone_sectors * 512,
+            (None, n) if n > 0 => n,
+            _ => {
+                return Err(job_err(
+                    spec,
+                    "sizes or offsets in zones ('z') need a zoned device or zonesize".to_string(),
+                ))
+            }
+        };
+        if z.size_nz > 0 {
+            spec.size = Some(crate::fio::SizeSpec::Bytes(z.size_nz.saturating_mul(zone)));
+        }
+        if z.offset_nz > 0 {
+            spec.offset = z.offset_nz.saturating_mul(zone);
+        }
+        if z.io_size_nz > 0 {
+            spec.io_size = Some(z.io_size_nz.saturating_mul(zone));
+        }
+    }
+    Ok(out)
 }
 
 /// fio's checks of the zoned options against the device (`parse_zone_info`,

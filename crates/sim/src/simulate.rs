@@ -890,6 +890,13 @@ impl Simulation {
 
     /// The job's clock starts: its ramp and runtime count from now.
     fn begin_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if self.jobs[j].zbd.is_some() {
+            // fio reads the zones' write pointers as the job sets up.
+            let report = self.device.report_zones();
+            if let Some(z) = self.jobs[j].zbd.as_mut() {
+                z.load_write_pointers(&report);
+            }
+        }
         let job = &mut self.jobs[j];
         job.start_at(now);
         let ramp = job.cfg.ramp_time;

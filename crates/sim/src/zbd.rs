@@ -141,6 +141,34 @@ impl Zbd {
         z
     }
 
+    /// `parse_zone_info` at the job's start: the write pointers the device
+    /// reports (sectors) for the region's sequential zones (a full zone's at
+    /// its capacity end), and `zbd_file_reset`'s recount of written bytes.
+    pub fn load_write_pointers(&mut self, report: &[blk::zoned::BlkZone]) {
+        for i in 0..self.nr() {
+            let start = self.zones[i].start;
+            let Some(r) = report.iter().find(|r| r.start * 512 == start) else {
+                continue;
+            };
+            if !self.zones[i].has_wp {
+                continue;
+            }
+            let wp = if r.cond == blk::zoned::ZoneCond::Full {
+                start + self.zones[i].capacity
+            } else {
+                r.wp * 512
+            };
+            self.zones[i].wp = wp.clamp(start, start + self.zones[i].capacity);
+        }
+        let nr = self.nr();
+        self.sectors_with_data = self.zones[..nr].iter().map(|z| z.wp - z.start).sum();
+        self.wp_sectors_with_data = self.zones[..nr]
+            .iter()
+            .filter(|z| z.has_wp)
+            .map(|z| z.wp - z.start)
+            .sum();
+    }
+
     fn nr(&self) -> usize {
         self.zones.len() - 1
     }

@@ -20,10 +20,6 @@ enum Class {
 }
 use Class::{Refused, Runs, RunsEmpty};
 
-/// Two zbd examples give offset and size in zones (`524z`, fio's
-/// `size_nz`, `start_offset_nz`).
-const ZONE_UNITS: &str = "zone-relative values";
-
 /// Every example and its class: keep in step with docs/fio.md.
 const EXAMPLES: &[(&str, Class)] = &[
     ("1mbs_clients.fio", Runs),
@@ -89,8 +85,8 @@ const EXAMPLES: &[(&str, Class)] = &[
         "xnvme-zoned.fio",
         Refused("zonemode=zbd: device 'hdd-7200' is not a zoned block device"),
     ),
-    ("zbd-rand-write-trim-gc.fio", Refused(ZONE_UNITS)),
-    ("zbd-rand-write-zone-reset-gc.fio", Refused(ZONE_UNITS)),
+    ("zbd-rand-write-trim-gc.fio", Runs),
+    ("zbd-rand-write-zone-reset-gc.fio", Runs),
     ("zbd-rand-write.fio", Runs),
     (
         "zbd-seq-read.fio",

@@ -1089,6 +1089,12 @@ pub struct ZoneOptions {
     pub job_max_open_zones: u32,
     /// `ignore_zone_limits`.
     pub ignore_zone_limits: bool,
+    /// `size`, `offset` and `io_size` given in zones (`8z`: fio's
+    /// `size_nz`, `start_offset_nz`, `io_size_nz`), resolved against the
+    /// zone size when the job is planned.
+    pub size_nz: u64,
+    pub offset_nz: u64,
+    pub io_size_nz: u64,
     /// `zone_reset_threshold` and `zone_reset_frequency` (fractions, 0..=1).
     pub reset_threshold: f64,
     pub reset_frequency: f64,

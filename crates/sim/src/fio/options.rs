@@ -702,6 +702,15 @@ impl Default for JobState {
 
 const U32_MAX: u64 = u32::MAX as u64;
 
+/// A count of zones (`8z`, fio's `str_val_zone` values), if `v` is one.
+fn zone_count(v: &str) -> Option<u64> {
+    let d = v.trim().strip_suffix(['z', 'Z'])?;
+    if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    d.parse().ok()
+}
+
 /// fio's zbd_types.h `ZBD_MAX_WRITE_ZONES`, the most open zones it tracks.
 const ZBD_MAX_OPEN_ZONES: u64 = 4096;
 
@@ -902,6 +911,14 @@ impl JobState {
                             self.bssplit[d] = Some(table);
                         }
                     }
+                }
+            }
+            "size" | "offset" | "io_size" if zone_count(v).is_some() => {
+                let n = zone_count(v).unwrap_or(0);
+                match name {
+                    "size" => self.zones.size_nz = n,
+                    "offset" => self.zones.offset_nz = n,
+                    _ => self.zones.io_size_nz = n,
                 }
             }
             "size" => {
