@@ -231,3 +231,30 @@ fn text_report_has_the_zone_resets_line() {
         .expect("write line");
     assert!(line.ends_with("msec); 6 zone resets"), "{line}");
 }
+
+/// Sizes and offsets in zones (`160z`, fio's
+/// `zbd_recalc_options_with_zone_granularity`): 2 zones of 256 MiB at zone 160,
+/// written once (512 MiB, no reset); without a zone size they are refused.
+#[test]
+fn sizes_in_zones() {
+    let (extra, job) = run_report(
+        "mg04-smr-hm",
+        "[w]\ndirect=1\nrw=write\nbs=1m\nzonemode=zbd\noffset=160z\nsize=2z\n",
+    )
+    .unwrap();
+    assert_eq!(extra["io_errors"], 0, "{extra}");
+    assert_eq!(job["write"]["io_bytes"], 512u64 << 20, "{job}");
+    assert_eq!(job["zone_resets"], 0, "{job}");
+    // Zone 160 is sequential (the first 149 are conventional, never plugged).
+    assert!(
+        extra["zone_write_plugging"]["plugged"].as_u64().unwrap() > 0,
+        "{extra}"
+    );
+    let e = run("hdd-7200", "[w]\ndirect=1\nrw=write\nsize=2z\n").unwrap_err();
+    assert!(
+        e.contains(
+            "t.fio:1: job 'w': sizes or offsets in zones ('z') need a zoned device or zonesize"
+        ),
+        "{e}"
+    );
+}
