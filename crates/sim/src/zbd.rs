@@ -3,6 +3,11 @@
 //! queues a write (`zbd_queue_io`), the open-zone list (`zbd_open_zone`,
 //! `zbd_close_zone`) — and `zbd_adjust_block`'s placement of each I/O.
 //!
+//! The report side (`count_zone_resets` for jobs that write or trim, the
+//! `zone resets` text and `zone_resets` JSON) follows the newer stat.c and
+//! zbd.c `zbd_setup_files`; the placement is this older zbd.c's (before its
+//! write-zone rework), which keeps a zone with less than `min_bs` left open.
+//!
 //! One instance per job clone: fio shares `zbd_info` among the jobs that open
 //! the same device (`zbd_init_zone_info`); iosched keeps it per clone, so two
 //! zbd jobs on one device do not see each other's write pointers or open zones.
