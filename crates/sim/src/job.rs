@@ -126,6 +126,8 @@ pub struct JobConfig {
     pub replay: Option<crate::trace::replay::ReplaySource>,
     /// fio's write-then-verify pattern, if the job verifies what it writes.
     pub verify: Option<VerifyConfig>,
+    /// `zonemode=zbd`: fio's zone bookkeeping for the job's region.
+    pub zbd: Option<crate::zbd::ZbdConfig>,
     /// `io_submit_mode=offload` (fio's rate-submit.c): each I/O goes to a
     /// worker thread that submits it alone and reaps it as soon as it
     /// completes, so completions are taken at once (not when the queue is
@@ -408,6 +410,7 @@ impl Default for JobConfig {
             rate: None,
             replay: None,
             verify: None,
+            zbd: None,
             offload: false,
             phase_clock: None,
             control: Control::default(),
@@ -457,6 +460,28 @@ struct IoUnit {
     trim: bool,
     /// The priority cmdprio gave it (its ioprio value), if any.
     prio: Option<u16>,
+    /// A zone reset fio issues itself (`zbd_reset_zone`), not an I/O unit.
+    zreset: bool,
+}
+
+/// An I/O `zbd_adjust_block` holds back until the job's I/O in flight has
+/// completed (`io_u_quiesce`).
+#[derive(Clone, Copy, Debug)]
+enum ZbdHeld {
+    /// Reset the zone at `zone` (bytes), then write.
+    Reset { zone: u64, io: HeldIo },
+    /// The write, once its zone's reset is done.
+    Write(HeldIo),
+    /// Open another zone after `zi`, then write.
+    Quiesce { zi: usize, io: HeldIo },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct HeldIo {
+    dir: Dir,
+    lane: usize,
+    byte: u64,
+    bytes: u64,
 }
 
 /// What fio makes of a job's syncs in its report.
@@ -615,6 +640,12 @@ pub struct Job {
     last_start: [u64; LANES],
     /// Length of the last trim (`randtrimwrite` writes it again).
     last_trim_len: u64,
+    /// fio's zone bookkeeping (`zonemode=zbd`).
+    pub zbd: Option<crate::zbd::Zbd>,
+    zbd_held: Option<ZbdHeld>,
+    /// A sequential zbd job's next position per lane, relative to the region
+    /// (fio's `last_pos`, which follows the adjusted I/O).
+    zbd_pos: [u64; 3],
     /// A trim the thread waits for is in flight: libaio's and posixaio's queue
     /// functions issue a trim synchronously (`do_io_u_trim`, `BLKDISCARD`).
     trim_blocking: bool,
@@ -908,6 +939,9 @@ impl Job {
             seq_count: [0; LANES],
             last_start: [u64::MAX; LANES],
             last_trim_len: 0,
+            zbd: cfg.zbd.clone().map(crate::zbd::Zbd::new),
+            zbd_held: None,
+            zbd_pos: [0; 3],
             trim_blocking: false,
             vlog: cfg
                 .verify
@@ -966,6 +1000,13 @@ impl Job {
             && !self.verify_blocked()
             && !self.flow_waiting
             && !self.lat_full()
+            && !self.zbd_quiescing()
+    }
+
+    /// fio's `io_u_quiesce` for zbd.c: an I/O held back until the job's I/O
+    /// in flight has completed (a zone reset, another zone to open).
+    fn zbd_quiescing(&self) -> bool {
+        self.zbd_held.is_some() && self.inflight > 0
     }
 
     /// fio's `queue_full` with a latency target: the I/O units out (in
@@ -1569,6 +1610,7 @@ impl Job {
             sync: true,
             trim: false,
             prio: None,
+            zreset: false,
         };
         if let Some(r) = self.replay.as_mut() {
             r.sync = false;
@@ -1707,6 +1749,9 @@ impl Job {
         if self.replay.is_some() {
             return self.next_replay_bio(now, job_idx);
         }
+        if self.zbd_held.is_some() {
+            return self.zbd_held_bio(now, job_idx);
+        }
         if self.cfg.verify.is_some() {
             if let Some(step) = self.verify_step(now, job_idx) {
                 return step;
@@ -1745,14 +1790,147 @@ impl Job {
         }
         let lane = self.lane_of(dir);
         let trim = lane == TRIM_LANE;
-        let (rel, bs) = self.next_lane_extent(lane);
-        let byte = self.cfg.offset + rel;
+        let (mut rel, bs) = self.next_lane_extent(lane);
+        if let (Some(z), false) = (self.zbd.as_ref(), self.cfg.rw.is_random()) {
+            // get_next_seq_offset from fio's last_pos, after
+            // setup_zbd_zone_mode's jump past a zone's capacity.
+            let mut pos = self.zbd_pos[lane];
+            if dir == Dir::Write && !trim {
+                pos = z.skip_capacity_gap(self.cfg.offset + pos) - self.cfg.offset;
+            }
+            if pos + bs > self.cfg.size {
+                pos = 0;
+            }
+            rel = pos;
+        }
+        let mut byte = self.cfg.offset + rel;
         let remaining = self.cfg.io_limit.saturating_sub(self.issued_bytes);
-        let bytes = if self.cfg.time_based {
+        let mut bytes = if self.cfg.time_based {
             bs
         } else {
             bs.min(remaining.max(1))
         };
+        if let Some(z) = self.zbd.as_mut() {
+            let zdir = match dir {
+                _ if trim => crate::zbd::ZDir::Trim,
+                Dir::Read => crate::zbd::ZDir::Read,
+                Dir::Write => crate::zbd::ZDir::Write,
+            };
+            let io = HeldIo {
+                dir,
+                lane,
+                byte,
+                bytes,
+            };
+            match z.adjust(zdir, byte, bytes, self.inflight > 0) {
+                crate::zbd::Adjust::Accept { offset, len, reset } => {
+                    byte = offset;
+                    bytes = len;
+                    if let Some(zone) = reset {
+                        self.free_units.push(unit);
+                        self.zbd_held = Some(ZbdHeld::Reset {
+                            zone,
+                            io: HeldIo { byte, bytes, ..io },
+                        });
+                        return self.zbd_held_bio(now, job_idx);
+                    }
+                }
+                crate::zbd::Adjust::Quiesce(zi) => {
+                    self.free_units.push(unit);
+                    self.zbd_held = Some(ZbdHeld::Quiesce { zi, io });
+                    return None;
+                }
+                crate::zbd::Adjust::Eof(_) => {
+                    self.free_units.push(unit);
+                    self.stopping = true;
+                    return None;
+                }
+            }
+        }
+        if self.zbd.is_some() {
+            self.zbd_pos[lane] = byte + bytes - self.cfg.offset;
+        }
+        Some(self.issue_io(now, job_idx, unit, dir, lane, byte, bytes))
+    }
+
+    /// Issue the I/O `zbd_adjust_block` held back, once the job's I/O in
+    /// flight has completed: the zone reset first, then the write.
+    fn zbd_held_bio(&mut self, now: Ns, job_idx: usize) -> Option<Bio> {
+        if self.inflight > 0 {
+            return None;
+        }
+        match self.zbd_held.take()? {
+            ZbdHeld::Reset { zone, io } => {
+                self.zbd_held = Some(ZbdHeld::Write(io));
+                let unit = self.free_units.pop()?;
+                self.units[unit as usize] = IoUnit {
+                    submit: now,
+                    issue: now,
+                    offset: zone,
+                    dir: 1,
+                    zreset: true,
+                    ..IoUnit::default()
+                };
+                self.inflight += 1;
+                Some(Bio {
+                    op: Op::ZoneReset,
+                    flags: ReqFlags::NONE,
+                    sector: Sector::from_bytes(zone),
+                    nr_sectors: 0,
+                    ioprio: self.cfg.ioprio,
+                    pid: self.cfg.pid,
+                    cpu: self.cfg.cpu,
+                    cgroup: self.cfg.cgroup,
+                    owner: owner(job_idx, unit),
+                })
+            }
+            ZbdHeld::Write(io) => {
+                let unit = self.free_units.pop()?;
+                self.zbd_pos[io.lane] = io.byte + io.bytes - self.cfg.offset;
+                Some(self.issue_io(now, job_idx, unit, io.dir, io.lane, io.byte, io.bytes))
+            }
+            ZbdHeld::Quiesce { zi, io } => {
+                let z = self.zbd.as_mut()?;
+                match z.resume_write(zi, io.bytes) {
+                    crate::zbd::Adjust::Accept { offset, len, reset } => {
+                        let io = HeldIo {
+                            byte: offset,
+                            bytes: len,
+                            ..io
+                        };
+                        self.zbd_held = Some(match reset {
+                            Some(zone) => ZbdHeld::Reset { zone, io },
+                            None => ZbdHeld::Write(io),
+                        });
+                        self.zbd_held_bio(now, job_idx)
+                    }
+                    _ => {
+                        self.stopping = true;
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    /// Mark `unit` in flight with the I/O chosen and build its bio.
+    #[allow(clippy::too_many_arguments)]
+    fn issue_io(
+        &mut self,
+        now: Ns,
+        job_idx: usize,
+        unit: u32,
+        dir: Dir,
+        lane: usize,
+        byte: u64,
+        bytes: u64,
+    ) -> Bio {
+        let trim = lane == TRIM_LANE;
+        // zbd_do_io_u_trim: a trim of a sequential zone resets it.
+        let zone_trim = trim && self.zbd.as_mut().is_some_and(|z| z.trim(byte));
+        if let (Some(z), Dir::Write, false) = (self.zbd.as_mut(), dir, trim) {
+            z.queued(byte, bytes);
+        }
         self.note_lane_start(lane, byte, bytes);
         let prio = self.cmdprio_pick(dir, bytes);
         self.units[unit as usize] = IoUnit {
@@ -1764,6 +1942,7 @@ impl Job {
             sync: false,
             trim,
             prio: prio.map(|e| e.value()),
+            zreset: false,
         };
         self.inflight += 1;
         // fio's libaio and posixaio engines discard synchronously once what they
@@ -1812,6 +1991,8 @@ impl Job {
             }
         }
         let (op, flags) = match dir {
+            // zbd.c resets the zone with BLKRESETZONE (blkdev_zone_mgmt).
+            _ if zone_trim => (Op::ZoneReset, ReqFlags::NONE),
             // A discard from user space (`blkdev_fallocate` → `blkdev_issue_discard`)
             // carries no REQ_SYNC.
             _ if trim => (Op::Discard, ReqFlags::NONE),
@@ -1830,17 +2011,21 @@ impl Job {
             },
             None => self.cfg.ioprio,
         };
-        Some(Bio {
+        Bio {
             op,
             flags,
             sector: Sector::from_bytes(byte),
-            nr_sectors: (bytes / Sector::SIZE).max(1) as u32,
+            nr_sectors: if zone_trim {
+                0
+            } else {
+                (bytes / Sector::SIZE).max(1) as u32
+            },
             ioprio,
             pid: self.cfg.pid,
             cpu: self.cfg.cpu,
             cgroup: self.cfg.cgroup,
             owner: owner(job_idx, unit),
-        })
+        }
     }
 
     /// cmdprio.c `fio_cmdprio_set_ioprio`: the I/O's share (its size's, with
@@ -1965,6 +2150,7 @@ impl Job {
             sync: false,
             trim,
             prio: None,
+            zreset: false,
         };
         self.inflight += 1;
         self.writes_issued += (dir == Dir::Write && !trim) as u64;
@@ -2198,6 +2384,13 @@ impl Job {
         let u = self.units[unit as usize];
         self.inflight -= 1;
         self.end = now;
+        if u.zreset {
+            self.free_units.push(unit);
+            return None;
+        }
+        if let (Some(z), false, false) = (self.zbd.as_mut(), u.trim, u.dir == 0) {
+            z.completed(u.offset, u.bytes as u64);
+        }
         if u.sync {
             self.sync_inflight = false;
             if self.sync_reported {
@@ -2343,6 +2536,7 @@ impl Job {
             sync: false,
             trim: false,
             prio: None,
+            zreset: false,
         };
         self.inflight += 1;
         self.last_dir = Dir::Read;

@@ -29,6 +29,7 @@ pub mod stats;
 pub mod steadystate;
 pub mod trace;
 pub mod verify;
+pub mod zbd;
 
 pub mod kernel_trace;
 pub mod replay;

@@ -191,6 +191,8 @@ fn job_err(spec: &JobSpec, message: impl Into<String>) -> RunError {
 
 /// Resolve fio's jobs against the device and options.
 pub fn plan(input: &FioInput, opts: &RunOptions) -> Result<Plan, RunError> {
+    let resolved = resolve_zone_units(input, &opts.device)?;
+    let input = &resolved;
     let info = opts.device.build().info().clone();
     let capacity = info.capacity_sectors * 512;
     let scheduler = choose_scheduler(input, opts, &info)?;
@@ -598,6 +600,7 @@ fn clone_config(spec: &JobSpec, opts: &RunOptions, p: Placement) -> JobConfig {
         job_index,
         group,
         rw: spec.rw,
+        zbd: zbd_config(spec, &opts.device, offset, size),
         rwmixread: spec.rwmixread,
         bs: [spec.bs.read, spec.bs.write, spec.bs.trim],
         bs_dist: spec.bs_dist.clone(),
@@ -1199,6 +1202,7 @@ fn zbd_region(spec: &JobSpec, r: (u64, u64), dev: &Profile) -> Result<(u64, u64)
         ));
     };
     let zone = g.zone_sectors * 512;
+    zbd_check(spec, &g).map_err(|m| job_err(spec, m))?;
     let start = r.0.div_ceil(zone) * zone;
     let end = (r.0 + r.1) / zone * zone;
     if end <= start {
@@ -1211,6 +1215,119 @@ fn zbd_region(spec: &JobSpec, r: (u64, u64), dev: &Profile) -> Result<(u64, u64)
         ));
     }
     Ok((start, end - start))
+}
+
+/// fio's `zbd_recalc_options_with_zone_granularity`: sizes and offsets given
+/// in zones become bytes of the device's zone size (or `zonesize` on a
+/// device without zones).
+fn resolve_zone_units(input: &FioInput, dev: &Profile) -> Result<FioInput, RunError> {
+    let mut out = input.clone();
+    for spec in &mut out.jobs {
+        let z = spec.zones.clone();
+        if z.size_nz == 0 && z.offset_nz == 0 && z.io_size_nz == 0 {
+            continue;
+        }
+        let zone = match (dev.zoned, z.zone_size) {
+            (Some(g), _) => g.zone_sectors * 512,
+            (None, n) if n > 0 => n,
+            _ => {
+                return Err(job_err(
+                    spec,
+                    "sizes or offsets in zones ('z') need a zoned device or zonesize".to_string(),
+                ))
+            }
+        };
+        if z.size_nz > 0 {
+            spec.size = Some(crate::fio::SizeSpec::Bytes(z.size_nz.saturating_mul(zone)));
+        }
+        if z.offset_nz > 0 {
+            spec.offset = z.offset_nz.saturating_mul(zone);
+        }
+        if z.io_size_nz > 0 {
+            spec.io_size = Some(z.io_size_nz.saturating_mul(zone));
+        }
+    }
+    Ok(out)
+}
+
+/// fio's checks of the zoned options against the device (`parse_zone_info`,
+/// `zbd_verify_sizes`, `zbd_verify_bs`, `zbd_setup_files`).
+fn zbd_check(spec: &JobSpec, g: &devices::zoned::ZoneGeometry) -> Result<(), String> {
+    let zone = g.zone_sectors * 512;
+    let z = &spec.zones;
+    if z.zone_size != 0 && z.zone_size != zone {
+        return Err(format!(
+            "zonemode=zbd: job parameter zonesize {} does not match disk zone size {zone}",
+            z.zone_size
+        ));
+    }
+    if !z.zone_skip.is_multiple_of(zone) {
+        return Err(format!(
+            "zonemode=zbd: zoneskip {} is not a multiple of the device zone size {zone}",
+            z.zone_skip
+        ));
+    }
+    if spec.rw.trims() && spec.bs.trim != zone {
+        return Err(format!(
+            "zonemode=zbd: trim block size {} is not the zone size {zone}",
+            spec.bs.trim
+        ));
+    }
+    let max = zbd_max_open(spec, g)?;
+    if z.job_max_open_zones > 0 && max == 0 {
+        return Err(
+            "zonemode=zbd: 'job_max_open_zones' cannot be used without a global open zones limit"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
+/// `zbd_set_max_open_zones`: the open-zone limit fio keeps to. Zoned devices
+/// here are host-managed (SMR HM, ZNS), whose limit fio reads.
+fn zbd_max_open(spec: &JobSpec, g: &devices::zoned::ZoneGeometry) -> Result<u32, String> {
+    let user = spec.zones.max_open_zones;
+    if spec.zones.ignore_zone_limits || g.max_open == 0 {
+        return Ok(user);
+    }
+    if user == 0 {
+        Ok(g.max_open)
+    } else if user <= g.max_open {
+        Ok(user)
+    } else {
+        Err(format!(
+            "zonemode=zbd: specified max_open_zones ({user}) is larger than the device's maximum ({})",
+            g.max_open
+        ))
+    }
+}
+
+/// The job's `zonemode=zbd` bookkeeping for its region (`offset`, `size`
+/// bytes), if it has one on a zoned device.
+fn zbd_config(
+    spec: &JobSpec,
+    dev: &Profile,
+    offset: u64,
+    size: u64,
+) -> Option<crate::zbd::ZbdConfig> {
+    if !spec.zonemode_zbd || !spec.files.more_names.is_empty() || spec.files.nrfiles > 1 {
+        return None;
+    }
+    let g = dev.zoned?;
+    Some(crate::zbd::ZbdConfig {
+        zone_size: g.zone_sectors * 512,
+        zone_capacity: g.zone_capacity * 512,
+        nr_conv: g.nr_conv_zones as u64,
+        file_offset: offset,
+        io_size: size,
+        max_open: zbd_max_open(spec, &g).ok()?,
+        job_max_open: spec.zones.job_max_open_zones,
+        read_beyond_wp: spec.zones.read_beyond_wp,
+        random: spec.rw.is_random(),
+        reset_threshold: spec.zones.reset_threshold,
+        reset_frequency: spec.zones.reset_frequency,
+        min_bs: [spec.bs.read, spec.bs.write, spec.bs.trim],
+    })
 }
 
 fn region(
@@ -2060,6 +2177,11 @@ pub fn run(
             if col.recorders[j].is_some() {
                 col.job_finished(j, summary.end);
             }
+        }
+    }
+    for (st, z) in col.stats.iter_mut().zip(&summary.zone_resets) {
+        if let (Some(st), Some(n)) = (st.as_mut(), z) {
+            st.zone_resets = Some(*n);
         }
     }
     if let Some(h) = &summary.host {

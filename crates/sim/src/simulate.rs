@@ -270,6 +270,9 @@ pub struct RunSummary {
     /// Per job: the queue depth it ended with (fio's `latency_qd`, which a
     /// `latency_target` search moves).
     pub latency_depths: Vec<u32>,
+    /// Per job: the zone resets fio counted (`nr_zone_resets`), for a
+    /// `zonemode=zbd` job that writes or trims (`count_zone_resets`).
+    pub zone_resets: Vec<Option<u64>>,
     /// Per job: its steady-state section (the clones that keep a ring).
     pub steadystate: Vec<Option<crate::steadystate::SsReport>>,
     /// Requests completed by the device.
@@ -666,6 +669,14 @@ impl Simulation {
             end,
             errors: self.jobs.iter().map(|j| j.error.clone()).collect(),
             latency_depths: self.jobs.iter().map(|j| j.lat_qd).collect(),
+            zone_resets: self
+                .jobs
+                .iter()
+                .map(|j| {
+                    let counted = j.cfg.rw.writes() || j.cfg.rw.trims();
+                    j.zbd.as_ref().filter(|_| counted).map(|z| z.resets)
+                })
+                .collect(),
             steadystate: self.steady_reports(),
             requests: self.requests,
             disk: self.queue.disk_stats(end),
@@ -879,6 +890,13 @@ impl Simulation {
 
     /// The job's clock starts: its ramp and runtime count from now.
     fn begin_job(&mut self, j: usize, now: Ns, obs: &mut dyn IoObserver) {
+        if self.jobs[j].zbd.is_some() {
+            // fio reads the zones' write pointers as the job sets up.
+            let report = self.device.report_zones();
+            if let Some(z) = self.jobs[j].zbd.as_mut() {
+                z.load_write_pointers(&report);
+            }
+        }
         let job = &mut self.jobs[j];
         job.start_at(now);
         let ramp = job.cfg.ramp_time;

@@ -435,6 +435,8 @@ impl DirStats {
 /// several clones / jobs under `group_reporting`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JobStats {
+    /// fio's `nr_zone_resets`, when it counts them (`count_zone_resets`).
+    pub zone_resets: Option<u64>,
     /// Read statistics.
     pub read: DirStats,
     /// Write statistics.
@@ -557,6 +559,9 @@ impl JobStats {
         self.ctx += other.ctx;
         self.sync.merge(&other.sync);
         self.sync_ios += other.sync_ios;
+        if let Some(n) = other.zone_resets {
+            self.zone_resets = Some(self.zone_resets.unwrap_or(0) + n);
+        }
     }
 
     /// Merges a set of clones into one entry (starting from empty).

@@ -125,7 +125,19 @@ fn bad_values_are_refused_with_file_and_line() {
         ),
         ("zonemode=strided", "zonemode=strided is not modeled yet"),
         ("zonemode=zone", "invalid value 'zone' for zonemode"),
-        ("zone_reset_threshold=0.5", "only zonemode=none|zbd is"),
+        (
+            "zone_reset_threshold=1.5",
+            "invalid value '1.5' for zone_reset_threshold (a fraction from 0 to 1)",
+        ),
+        ("zone_reset_frequency=x", "for zone_reset_frequency"),
+        ("max_open_zones=4097", "max_open_zones"),
+        ("job_max_open_zones=-1", "job_max_open_zones"),
+        ("zonesize=1q", "malformed number"),
+        ("read_beyond_wp=2", "expected 0 or 1"),
+        (
+            "zonecapacity=1g",
+            "zonemode=zbd takes its zones from a zoned device",
+        ),
     ] {
         let e = parse_job_file("t.fio", &format!("[j]\ndirect=1\n{opt}\n")).unwrap_err();
         assert!(e.to_string().contains(want), "{opt}: {e}");

@@ -709,6 +709,8 @@ pub struct JobSpec {
     /// `zonemode=zbd`: the device must be zoned, and the job's region is cut
     /// to whole zones (fio's `zbd_verify_sizes`).
     pub zonemode_zbd: bool,
+    /// fio's other zoned-device options (`zonesize`, `max_open_zones`, ...).
+    pub zones: ZoneOptions,
     /// The write-then-verify pattern (`verify` and its settings); `None` when
     /// the job verifies nothing or only reads.
     pub verify: Option<VerifySpec>,
@@ -1069,4 +1071,31 @@ mod tests {
         assert!(!RwMode::Read.writes());
         assert_eq!(RwMode::ReadWrite.as_str(), "rw");
     }
+}
+
+/// fio's zoned-device options (options.c, fio commit 000ecb5f) that
+/// `zonemode=zbd` uses.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ZoneOptions {
+    /// `zonesize`: 0 = the device's; otherwise it must match it.
+    pub zone_size: u64,
+    /// `zoneskip` (bytes).
+    pub zone_skip: u64,
+    /// `read_beyond_wp`.
+    pub read_beyond_wp: bool,
+    /// `max_open_zones`; 0 = the device's limit.
+    pub max_open_zones: u32,
+    /// `job_max_open_zones`; 0 = none.
+    pub job_max_open_zones: u32,
+    /// `ignore_zone_limits`.
+    pub ignore_zone_limits: bool,
+    /// `size`, `offset` and `io_size` given in zones (`8z`: fio's
+    /// `size_nz`, `start_offset_nz`, `io_size_nz`), resolved against the
+    /// zone size when the job is planned.
+    pub size_nz: u64,
+    pub offset_nz: u64,
+    pub io_size_nz: u64,
+    /// `zone_reset_threshold` and `zone_reset_frequency` (fractions, 0..=1).
+    pub reset_threshold: f64,
+    pub reset_frequency: f64,
 }

@@ -377,16 +377,16 @@ static OPTIONS: &[OptDef] = &[
     nm("exec_prerun", NONE, R, NONE),
     nm("exec_postrun", NONE, R, NONE),
     m("zonemode", NONE, R),
-    nm("zonesize", NONE, R, ZERO),
+    m("zonesize", NONE, R),
     nm("zonecapacity", NONE, R, NONE),
     nm("zonerange", NONE, R, NONE),
-    nm("zoneskip", NONE, R, ZERO),
-    nm("read_beyond_wp", NONE, R, NONE),
-    nm("max_open_zones", NONE, R, NONE),
-    nm("job_max_open_zones", NONE, R, NONE),
-    nm("ignore_zone_limits", NONE, R, NONE),
-    nm("zone_reset_threshold", NONE, R, NONE),
-    nm("zone_reset_frequency", NONE, R, NONE),
+    m("zoneskip", NONE, R),
+    m("read_beyond_wp", NONE, R),
+    m("max_open_zones", NONE, R),
+    m("job_max_open_zones", NONE, R),
+    m("ignore_zone_limits", NONE, R),
+    m("zone_reset_threshold", NONE, R),
+    m("zone_reset_frequency", NONE, R),
     nm("recover_zbd_write_error", NONE, R, NONE),
     nm("write_zone_remainder", NONE, R, NONE),
     nm("fdp", NONE, R, ZERO),
@@ -567,6 +567,7 @@ pub(crate) struct JobState {
     offset_increment: u64,
     /// `zonemode=zbd`.
     zonemode_zbd: bool,
+    zones: crate::fio::ZoneOptions,
     /// `verify`'s method; `None`: fio's VERIFY_NONE (`verify=0`).
     verify: Option<String>,
     do_verify: bool,
@@ -668,6 +669,7 @@ impl Default for JobState {
             fill_device: false,
             offset_increment: 0,
             zonemode_zbd: false,
+            zones: Default::default(),
             verify: None,
             do_verify: true,
             verify_backlog: 0,
@@ -700,6 +702,18 @@ impl Default for JobState {
 
 const U32_MAX: u64 = u32::MAX as u64;
 
+/// A count of zones (`8z`, fio's `str_val_zone` values), if `v` is one.
+fn zone_count(v: &str) -> Option<u64> {
+    let d = v.trim().strip_suffix(['z', 'Z'])?;
+    if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    d.parse().ok()
+}
+
+/// fio's zbd_types.h `ZBD_MAX_WRITE_ZONES`, the most open zones it tracks.
+const ZBD_MAX_OPEN_ZONES: u64 = 4096;
+
 impl JobState {
     /// Applies one option (already looked up) with its value.
     pub(crate) fn apply(&mut self, def: &OptDef, value: Option<&str>) -> Result<Applied, String> {
@@ -728,11 +742,12 @@ impl JobState {
                     )
                 };
                 if zoned {
-                    // Zoned devices are simulated, but of fio's zbd.c only
-                    // zonemode=zbd's alignment of the I/O region is.
+                    // zonemode=zbd takes zone size and capacity from the
+                    // device; emulated (zonecapacity), strided (zonerange)
+                    // zones and the write-error options are not modeled.
                     Err(format!(
-                        "option '{}' is not modeled yet: of fio's zoned-device options only \
-                         zonemode=none|zbd is{}",
+                        "option '{}' is not modeled yet: zonemode=zbd takes its zones from a \
+                         zoned device{}",
                         def.name,
                         if neutral.is_empty() {
                             String::new()
@@ -896,6 +911,14 @@ impl JobState {
                             self.bssplit[d] = Some(table);
                         }
                     }
+                }
+            }
+            "size" | "offset" | "io_size" if zone_count(v).is_some() => {
+                let n = zone_count(v).unwrap_or(0);
+                match name {
+                    "size" => self.zones.size_nz = n,
+                    "offset" => self.zones.offset_nz = n,
+                    _ => self.zones.io_size_nz = n,
                 }
             }
             "size" => {
@@ -1248,6 +1271,41 @@ impl JobState {
                     }
                 }
             }
+            "zonesize" | "zoneskip" => {
+                let n = match parse_bytes(v, kb)? {
+                    ByteValue::Bytes(n) => n,
+                    ByteValue::Percent(_) => {
+                        return Err(format!("{} as a percentage is not valid", name))
+                    }
+                };
+                if name == "zonesize" {
+                    self.zones.zone_size = n;
+                } else {
+                    self.zones.zone_skip = n;
+                }
+            }
+            "read_beyond_wp" => self.zones.read_beyond_wp = parse_bool(v)?,
+            "ignore_zone_limits" => self.zones.ignore_zone_limits = parse_bool(v)?,
+            // options.c: maxval ZBD_MAX_WRITE_ZONES.
+            "max_open_zones" => self.zones.max_open_zones = int(0, ZBD_MAX_OPEN_ZONES)? as u32,
+            "job_max_open_zones" => {
+                self.zones.job_max_open_zones = int(0, ZBD_MAX_OPEN_ZONES)? as u32
+            }
+            "zone_reset_threshold" | "zone_reset_frequency" => {
+                let f = v
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| (0.0..=1.0).contains(f))
+                    .ok_or_else(|| {
+                        format!("invalid value '{v}' for {} (a fraction from 0 to 1)", name)
+                    })?;
+                if name == "zone_reset_threshold" {
+                    self.zones.reset_threshold = f;
+                } else {
+                    self.zones.reset_frequency = f;
+                }
+            }
             "verify" => self.verify = parse_verify(v)?,
             "do_verify" => self.do_verify = parse_bool(v)?,
             "verify_backlog" => self.verify_backlog = int(0, u64::MAX)?,
@@ -1489,6 +1547,7 @@ impl JobState {
                 offset_increment: self.offset_increment,
             },
             zonemode_zbd: self.zonemode_zbd,
+            zones: self.zones.clone(),
             verify,
             offload: self.offload,
             control,

@@ -168,6 +168,10 @@ fn job(report: &RunReport, j: &JobResult, plus: bool) -> Value {
     if let Some(ss) = &j.steadystate {
         o.insert("steadystate".into(), steadystate(ss));
     }
+    // show_thread_status_json: last, when fio counts them.
+    if let Some(n) = j.stats.zone_resets {
+        o.insert("zone_resets".into(), n.into());
+    }
     Value::Object(o)
 }
 

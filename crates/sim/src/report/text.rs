@@ -297,9 +297,15 @@ fn ddir_status(
     }
     let bw = ds.bw_bytes();
     let iops = ((1000u128 * ds.total_ios as u128) / runt as u128) as u64;
+    // stat.c show_ddir_status: a zbd job that writes or trims ends every
+    // direction's line with its zone resets (`zbd_write_status`).
+    let post = match j.stats.zone_resets {
+        Some(n) => format!("; {n} zone resets"),
+        None => String::new(),
+    };
     let _ = writeln!(
         s,
-        "  {}: IOPS={}, BW={} ({})({}/{}msec)",
+        "  {}: IOPS={}, BW={} ({})({}/{}msec){post}",
         d.name(),
         num2str(iops, SIG_FIGS, 1, false, Unit::None),
         num2str(bw, SIG_FIGS, 1, true, Unit::BytePerSec),
