@@ -2378,6 +2378,12 @@ impl Job {
         self.sync_done.take()
     }
 
+    /// Is `unit` a zone reset fio issues itself (`zbd_reset_zone`) rather than
+    /// one of its I/O units?
+    pub fn is_internal_reset(&self, unit: u32) -> bool {
+        self.units[unit as usize].zreset
+    }
+
     /// An I/O unit completed; `None` for an fsync (fio reports those apart:
     /// [`Job::take_sync_done`]).
     pub fn complete(&mut self, unit: u32, now: Ns) -> Option<IoDone> {

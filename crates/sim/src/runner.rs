@@ -1664,7 +1664,9 @@ impl IoObserver for Collector<'_> {
     }
     fn io_submitted(&mut self, job: usize, op: blk::Op, depth: u32) {
         if let Some(r) = &mut self.recorders[job] {
-            r.record_submit(sdir(op.dir(), op == blk::Op::Discard), depth);
+            // A trim of a zbd job is a zone reset (`zbd_do_io_u_trim`).
+            let trim = matches!(op, blk::Op::Discard | blk::Op::ZoneReset);
+            r.record_submit(sdir(op.dir(), trim), depth);
             r.record_submit_batch(1);
         }
     }

@@ -1012,6 +1012,17 @@ impl Simulation {
     }
 
     /// Submit up to `max_ios` I/Os of job `j` now.
+    /// Tell the observer job `j` submitted `bio`, unless it is a zone reset fio
+    /// issues itself (`zbd_reset_zone`, an ioctl: not one of fio's I/O units).
+    fn observe_submit(&self, j: usize, bio: &Bio, obs: &mut dyn IoObserver) {
+        let unit = split_owner(bio.owner).1;
+        if self.jobs[j].is_internal_reset(unit) {
+            return;
+        }
+        obs.io_submitted(j, bio.op, self.jobs[j].inflight);
+        obs.io_issued(j, self.jobs[j].in_flight(unit));
+    }
+
     fn fill_now(&mut self, j: usize, now: Ns, max_ios: usize, obs: &mut dyn IoObserver) {
         if self.jobs[j].cfg.engine == crate::fio::IoEngine::Null {
             self.fill_null(j, now, max_ios, obs);
@@ -1032,8 +1043,7 @@ impl Simulation {
                     break;
                 };
                 budget -= 1;
-                obs.io_submitted(j, bio.op, self.jobs[j].inflight);
-                obs.io_issued(j, self.jobs[j].in_flight(split_owner(bio.owner).1));
+                self.observe_submit(j, &bio, obs);
                 let dev: &mut dyn Driver = self.device.as_mut();
                 self.queue.submit_bio_direct(now, bio, dev);
             }
@@ -1047,8 +1057,7 @@ impl Simulation {
                 let Some(bio) = self.jobs[j].next_bio(now, j) else {
                     break;
                 };
-                obs.io_submitted(j, bio.op, self.jobs[j].inflight);
-                obs.io_issued(j, self.jobs[j].in_flight(split_owner(bio.owner).1));
+                self.observe_submit(j, &bio, obs);
                 batch_buf.push(bio);
             }
             if batch_buf.is_empty() {

@@ -128,6 +128,8 @@ fn sequential_rewrite_resets_each_zone() {
     .unwrap();
     assert_eq!(extra["io_errors"], 0, "{extra}");
     assert_eq!(job["zone_resets"], 6, "{job}");
+    // fio's own resets are ioctls, not I/O units: 2 GiB of 1 MiB writes.
+    assert_eq!(job["write"]["total_ios"], 2048, "{job}");
 }
 
 /// rw=trim on zones is a zone reset per zone (`zbd_do_io_u_trim`): 4 trims
@@ -147,6 +149,8 @@ fn trim_is_zone_reset_and_readers_report_none() {
     assert_eq!(jobs[0]["zone_resets"], 0, "{}", jobs[0]);
     assert_eq!(jobs[1]["zone_resets"], 4, "{}", jobs[1]);
     assert_eq!(jobs[1]["trim"]["total_ios"], 4, "{}", jobs[1]);
+    // The resets are the trims, not writes (fio counts the trim I/O units only).
+    assert_eq!(jobs[1]["write"]["total_ios"], 0, "{}", jobs[1]);
     assert_eq!(jobs[1]["trim"]["io_bytes"], 1u64 << 30, "{}", jobs[1]);
     assert!(jobs[2].get("zone_resets").is_none(), "{}", jobs[2]);
 }
