@@ -329,12 +329,6 @@ impl Cpus {
     /// Interrupt work on CPU `c`.
     pub fn irq(&mut self, now: u64, c: u32, item: Item) {
         self.unlazy(now, c);
-        let cpu = &self.cpus[c as usize];
-        if cpu.cur.is_none() && cpu.irqs.is_empty() {
-            // An idle CPU takes it at once: what queueing it and picking gives.
-            self.start(now, c, Ctx::Irq, item);
-            return;
-        }
         let now = self.not_before(now, c);
         let cpu = &mut self.cpus[c as usize];
         cpu.irqs.push_back(item);
@@ -1028,25 +1022,26 @@ mod tests {
         assert_eq!(c.cpu_time(0).busy(), 3500);
     }
 
-    /// CPU 0 takes an interrupt (token 1, 0..300) whose handler wakes thread
-    /// `woken` on the same CPU and goes on with 200 ns of completion work nobody
-    /// waits for (300..500): the thread runs after it.
-    fn completion_wakes_a_thread_behind_it(c: &mut Cpus, woken: ThreadId, tok: u64) {
-        c.irq(0, 0, Item::new(0, 300, 1));
-        assert_eq!(c.next_event(), Some(300));
+    /// From `t0`, CPU 0 takes an interrupt (token 1, 300 ns) whose handler wakes
+    /// thread `woken` on the same CPU (a 500 ns item with token `tok`) and goes
+    /// on with 200 ns of completion work nobody waits for: the thread runs
+    /// after it, from `t0 + 500`.
+    fn completion_wakes_a_thread_behind_it(c: &mut Cpus, t0: u64, woken: ThreadId, tok: u64) {
+        c.irq(t0, 0, Item::new(0, 300, 1));
+        assert_eq!(c.next_event(), Some(t0 + 300));
         let mut out = Vec::new();
-        c.advance(300, &mut out);
+        c.advance(t0 + 300, &mut out);
         assert_eq!(out, vec![1]);
-        c.run(300, woken, Item::new(0, 500, tok));
-        c.continue_on(300, 0, Item::new(0, 200, NO_TOKEN));
-        c.settle(300);
+        c.run(t0 + 300, woken, Item::new(0, 500, tok));
+        c.continue_on(t0 + 300, 0, Item::new(0, 200, NO_TOKEN));
+        c.settle(t0 + 300);
     }
 
     #[test]
     fn a_thread_waiting_behind_completion_work_starts_at_its_end_without_an_event() {
         let mut c = Cpus::new(1, SchedParams::for_cpus(1));
         let a = c.add_thread(0, &[]);
-        completion_wakes_a_thread_behind_it(&mut c, a, 3);
+        completion_wakes_a_thread_behind_it(&mut c, 0, a, 3);
         // The switch at 500 was made ahead of time: the next event is the
         // thread's item's end.
         assert_eq!(c.next_event(), Some(1000));
@@ -1061,7 +1056,7 @@ mod tests {
     fn an_interrupt_before_the_completion_work_ends_goes_first() {
         let mut c = Cpus::new(1, SchedParams::for_cpus(1));
         let a = c.add_thread(0, &[]);
-        completion_wakes_a_thread_behind_it(&mut c, a, 3);
+        completion_wakes_a_thread_behind_it(&mut c, 0, a, 3);
         // Interrupt work queued at 400 runs when the completion work ends
         // (500..600), before the thread (600..1100).
         c.irq(400, 0, Item::new(0, 100, 4));
@@ -1088,19 +1083,11 @@ mod tests {
         let mut log = Vec::new();
         run_all(&mut c, &mut log);
         assert_eq!(log, vec![(1000, 9)]);
-        let mut c2 = c;
-        let c = &mut c2;
-        c.irq(1000, 0, Item::new(0, 300, 1));
-        let mut out = Vec::new();
-        c.advance(1300, &mut out);
-        assert_eq!(out, vec![1]);
-        c.run(1300, a, Item::new(0, 500, 3));
-        c.continue_on(1300, 0, Item::new(0, 200, NO_TOKEN));
-        c.settle(1300);
+        completion_wakes_a_thread_behind_it(&mut c, 1000, a, 3);
         // `b` wakes at 1400 with the smaller vruntime: at 1500 it runs first.
         c.run(1400, b, Item::new(0, 100, 4));
         log.clear();
-        run_all(c, &mut log);
+        run_all(&mut c, &mut log);
         assert_eq!(log, vec![(1600, 4), (2100, 3)]);
     }
 
