@@ -1220,11 +1220,20 @@ fn zbd_region(spec: &JobSpec, r: (u64, u64), dev: &Profile) -> Result<(u64, u64)
 /// fio's `zbd_recalc_options_with_zone_granularity`: sizes and offsets given
 /// in zones become bytes of the device's zone size (or `zonesize` on a
 /// device without zones).
-fn resolve_zone_units(input: &FioInput, dev: &Profile) -> Result<FioInput, RunError> {
+fn resolve_zone_units<'a>(
+    input: &'a FioInput,
+    dev: &Profile,
+) -> Result<std::borrow::Cow<'a, FioInput>, RunError> {
+    let in_zones =
+        |z: &crate::fio::ZoneOptions| z.size_nz != 0 || z.offset_nz != 0 || z.io_size_nz != 0;
+    if !input.jobs.iter().any(|spec| in_zones(&spec.zones)) {
+        // The common case: nothing to resolve, no copy of the jobs.
+        return Ok(std::borrow::Cow::Borrowed(input));
+    }
     let mut out = input.clone();
     for spec in &mut out.jobs {
         let z = spec.zones.clone();
-        if z.size_nz == 0 && z.offset_nz == 0 && z.io_size_nz == 0 {
+        if !in_zones(&z) {
             continue;
         }
         let zone = match (dev.zoned, z.zone_size) {
@@ -1247,7 +1256,7 @@ fn resolve_zone_units(input: &FioInput, dev: &Profile) -> Result<FioInput, RunEr
             spec.io_size = Some(z.io_size_nz.saturating_mul(zone));
         }
     }
-    Ok(out)
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// fio's checks of the zoned options against the device (`parse_zone_info`,
