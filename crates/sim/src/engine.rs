@@ -76,13 +76,8 @@ impl<E> EventQueue<E> {
 
     /// Index of the earliest slot event.
     fn first_slot(&self) -> Option<usize> {
-        let mut best: Option<(usize, (Ns, u64))> = None;
-        for (i, e) in self.slots.iter().enumerate() {
-            if best.is_none_or(|(_, k)| e.0 < k) {
-                best = Some((i, e.0));
-            }
-        }
-        best.map(|(i, _)| i)
+        // Keys are unique (each has its own scheduling order): no ties.
+        (0..self.slots.len()).min_by_key(|&i| self.slots[i].0)
     }
 
     /// Number of pending events.
