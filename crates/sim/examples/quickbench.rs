@@ -7,7 +7,13 @@ fn main() {
     let host_name = args.first().map_or("free", String::as_str);
     let ms: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000);
     let filter = args.get(2).map_or("", String::as_str);
-    let host = host::host(host_name).expect("a built-in host profile");
+    let host = match host::host(host_name) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("quickbench: {e}");
+            std::process::exit(2);
+        }
+    };
     for w in sim::bench::workloads() {
         if !w.name.contains(filter) {
             continue;
